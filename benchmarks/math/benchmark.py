@@ -1,0 +1,112 @@
+"""The math benchmark: an Agent Framework agent with the MCP calculator answers Calc-X word problems."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness.benchmark import Episode, RolloutContext, Task, load_module, register_benchmark
+from harness.spec import BenchmarkSpec
+from harness.tools.calculator import calculate, open_calculator
+
+_reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_math_reward")
+
+
+def message_record(message: Any) -> dict[str, Any]:
+    """A JSON-friendly record of one Agent Framework message: role, text and tool calls/results."""
+    record: dict[str, Any] = {"role": str(message.role), "text": message.text or ""}
+    calls, results = [], []
+    for content in message.contents:
+        kind = getattr(content, "type", "")
+        if kind == "function_call":
+            calls.append({"name": content.name, "arguments": content.arguments, "call_id": content.call_id})
+        elif kind == "function_result":
+            results.append({"call_id": content.call_id, "result": str(content.result)[:2000]})
+    if calls:
+        record["tool_calls"] = calls
+    if results:
+        record["tool_results"] = results
+    return record
+
+
+@register_benchmark
+class MathBenchmark:
+    name: ClassVar[str] = "math"
+
+    def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
+        self.spec = spec
+        self.folder = folder
+
+    def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
+        return [Task(id=str(r["id"]), prompt=str(r["question"]), answer=str(r["result"]), data=dict(r)) for r in rows]
+
+    @contextlib.asynccontextmanager
+    async def resources(self) -> AsyncIterator[Any]:
+        async with open_calculator() as calculator:
+            yield calculator
+
+    async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
+        from agent_framework import Agent
+        from agent_framework.openai import OpenAIChatCompletionClient
+
+        client = OpenAIChatCompletionClient(model=ctx.model, async_client=ctx.client)
+        client.function_invocation_configuration["max_iterations"] = ctx.max_turns
+        agent = Agent(client=client, name="MathAgent", instructions=self.spec.agent.instructions)
+        started = time.perf_counter()
+        response = await agent.run(
+            task.prompt,
+            tools=ctx.resources,
+            options={"temperature": ctx.temperature, "max_tokens": ctx.max_tokens, "seed": ctx.seed},
+        )
+        latency = time.perf_counter() - started
+        messages = [{"role": "user", "text": task.prompt}] + [message_record(m) for m in response.messages]
+        final = response.messages[-1].text if response.messages else ""
+        answer = _reward.extract_answer(final)
+        passed = _reward.is_correct(answer, task.answer) if answer is not None else False
+        usage = response.usage_details or {}
+        return Episode(
+            task_id=task.id,
+            sample=0,
+            reward=1.0 if passed else 0.0,
+            passed=passed,
+            answer=answer,
+            messages=messages,
+            tool_calls=sum(len(m.get("tool_calls", [])) for m in messages),
+            turns=sum(1 for m in messages if m["role"] == "assistant"),
+            prompt_tokens=int(usage.get("input_token_count") or 0),
+            completion_tokens=int(usage.get("output_token_count") or 0),
+            latency_s=latency,
+        )
+
+    def training_prompt(self, task: Task) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.spec.agent.instructions},
+            {"role": "user", "content": task.prompt},
+        ]
+
+    def training_tools(self) -> list[Callable[..., Any]]:
+        state: dict[str, Any] = {}
+
+        async def calculate_tool(expression: str) -> str:
+            """Calculates/evaluates the given expression.
+
+            Args:
+                expression: The math expression to evaluate, e.g. "3 * (4 + 5)".
+            """
+            if "tool" not in state:
+                stack = contextlib.AsyncExitStack()
+                state["tool"] = await stack.enter_async_context(open_calculator())
+                state["stack"] = stack
+            return await calculate(state["tool"], expression)
+
+        calculate_tool.__name__ = "calculate"
+        return [calculate_tool]
+
+    def reward_text(self, completion: str, task: Task) -> float:
+        return float(_reward.reward(completion, task.answer))
+
+    def format_ok(self, completion: str) -> bool:
+        return _reward.extract_answer(completion) is not None

@@ -1,0 +1,160 @@
+"""The ``harness`` command. Commands parse arguments and call library functions; nothing else lives here.
+
+User errors (:class:`~harness.errors.HarnessError`) print as one line and exit 2; Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from harness.errors import HarnessError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Train tool-using LLM agents with RL and measure whether they got better.",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="Spec profile (default: the spec's).")]
+MirrorOpt = Annotated[
+    Path | None,
+    typer.Option("--data-mirror", help="Offline dataset mirror (<dir>/<dataset>/<file>); env HARNESS_DATA_MIRROR."),
+]
+
+
+@app.command("list")
+def list_benchmarks() -> None:
+    """List benchmarks and their profiles."""
+    from harness.benchmark import available_benchmarks, spec_path
+    from harness.spec import profile_names, read_yaml
+
+    for name in available_benchmarks():
+        path = spec_path(name)
+        default = read_yaml(path).get("default_profile", "")
+        profiles = ", ".join(p + (" (default)" if p == default else "") for p in profile_names(path))
+        console.print(f"[bold]{name}[/]  profiles: {profiles}")
+
+
+@app.command()
+def validate(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark name, or a path to a spec.yaml.")],
+    profile: ProfileOpt = None,
+) -> None:
+    """Validate a spec (every profile unless --profile is given)."""
+    from harness.benchmark import spec_path
+    from harness.spec import load_spec, profile_names
+
+    path = Path(benchmark) if benchmark.endswith((".yaml", ".yml")) else spec_path(benchmark)
+    profiles = [profile] if profile else profile_names(path) or [None]
+    for p in profiles:
+        spec = load_spec(path, p)
+        console.print(f"ok  {path} profile={spec.profile} model={spec.model.name} engine={spec.training.engine}")
+
+
+@app.command()
+def prepare(benchmark: str, profile: ProfileOpt = None, data_mirror: MirrorOpt = None) -> None:
+    """Fetch and verify the dataset and prepare the model checkpoint (cached)."""
+    from harness.benchmark import open_benchmark
+    from harness.data import fetch_split
+    from harness.models import checkpoint_hash, prepare_model
+
+    spec, _, _ = open_benchmark(benchmark, profile)
+    for split in spec.dataset.splits:
+        resolved = fetch_split(spec.dataset, split, data_mirror)
+        console.print(f"data  {spec.dataset.name}/{split}  sha256 {resolved.sha256[:12]}  ({resolved.origin})")
+    with console.status(f"preparing model {spec.model.name}"):
+        path = prepare_model(spec.model)
+    console.print(f"model {spec.model.name}  {checkpoint_hash(path)[:12]}  {path}")
+
+
+@app.command()
+def run(
+    benchmark: str,
+    profile: ProfileOpt = None,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Repeat train-then-evaluate with N seeds.")] = 1,
+    seed: Annotated[int | None, typer.Option("--seed", help="First seed (default: the spec's).")] = None,
+    data_mirror: MirrorOpt = None,
+    skip_baseline: Annotated[bool, typer.Option("--skip-baseline", help="Do not evaluate the base model.")] = False,
+) -> None:
+    """Train then evaluate a benchmark profile and append the results row(s)."""
+    from harness.runner import Runner, RunOptions
+    from harness.spec import load_spec
+
+    if data_mirror is not None and not data_mirror.is_dir():
+        raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
+    from harness.benchmark import spec_path
+
+    spec = load_spec(spec_path(benchmark), profile)
+    first = seed if seed is not None else spec.seeds[0]
+    seed_list = list(spec.seeds[:seeds]) if seed is None else []
+    while len(seed_list) < seeds:
+        seed_list.append(first + len(seed_list) if seed is not None else max(seed_list, default=-1) + 1)
+    group = f"{benchmark}-{uuid.uuid4().hex[:8]}" if seeds > 1 else None
+    rows = []
+    for s in seed_list:
+        opts = RunOptions(
+            benchmark=benchmark,
+            profile=profile,
+            seed=s,
+            group_id=group,
+            data_mirror=data_mirror,
+            skip_baseline=skip_baseline,
+        )
+        rows.append(Runner(opts, console).run())
+    if len(rows) > 1:
+        from harness.results.stats import wilson_interval
+
+        for label, attr in (("before", "pass_before"), ("after", "pass_after")):
+            vals = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
+            if vals:
+                n = sum(r.n_tasks for r in rows)
+                k = round(sum(v * r.n_tasks for v, r in zip(vals, rows, strict=False)))
+                lo, hi = wilson_interval(k, n)
+                console.print(f"seeds={len(rows)} {label}: pooled pass@1 {k / n:.1%} [{lo:.1%}, {hi:.1%}]")
+
+
+def _register_results() -> None:
+    try:
+        from harness.results.cli import register
+    except ImportError:  # pragma: no cover - the results package is part of the harness
+        return
+    register(app)
+
+
+_register_results()
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except HarnessError as exc:
+        err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except (typer.Exit, SystemExit) as exc:
+        code = getattr(exc, "exit_code", None)
+        sys.exit(code if code is not None else getattr(exc, "code", 0))
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""The training-engine interface: one implementation per engine, all behind :class:`Engine`.
+
+An engine takes a base checkpoint and the benchmark's training tasks and returns a new checkpoint that the
+evaluation phase can serve. Engines register themselves by name with :func:`register_engine`, so the spec names
+them and the results record which one ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel
+
+from harness.spec import BenchmarkSpec
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """Everything an engine needs for one training run."""
+
+    spec: BenchmarkSpec
+    spec_path: Path
+    base_model: Path
+    output_dir: Path
+    seed: int
+    log_path: Path
+    on_progress: Callable[[int, int, dict[str, float]], None] | None = None
+    resume_from: Path | None = None
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    checkpoint: Path
+    steps: int
+    metrics: list[dict[str, float]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+class Engine(Protocol):
+    """A training engine. ``config_model`` validates ``training.config`` of the spec."""
+
+    name: ClassVar[str]
+    config_model: ClassVar[type[BaseModel]]
+
+    def train(self, request: TrainRequest) -> TrainResult: ...
+
+
+_ENGINES: dict[str, type[Any]] = {}
+
+
+def register_engine(cls: type[Any]) -> type[Any]:
+    """Class decorator: make an engine known by its ``name``."""
+    name = cls.name
+    if name in _ENGINES and _ENGINES[name] is not cls:
+        raise ValueError(f"engine {name!r} is registered twice")
+    _ENGINES[name] = cls
+    return cls

@@ -1,0 +1,127 @@
+"""Child process of the ``trl-grpo`` engine: build the dataset, tools and reward, run ``GRPOTrainer``, save.
+
+Run as ``python -m harness.engines.trl_worker <train-request.json>``; prints one ``HARNESS_PROGRESS`` JSON line
+per optimizer step.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.engines.trl_grpo import PROGRESS_PREFIX, TrlGrpoConfig, load_request
+
+
+def _final_text(completion: Any) -> str:
+    """The last assistant text of a conversational completion (or the text of a plain one)."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(completion):
+        if message.get("role") == "assistant" and message.get("content"):
+            content = message["content"]
+            if isinstance(content, list):
+                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            return str(content)
+    return ""
+
+
+def main(job_path: str) -> int:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from harness.benchmark import load_benchmark
+    from harness.data import load_split
+    from harness.spec import load_spec
+
+    job = load_request(Path(job_path))
+    spec = load_spec(Path(job["spec_path"]), job["profile"])
+    bench = load_benchmark(spec, Path(job["spec_path"]).parent)
+    config = TrlGrpoConfig.model_validate(spec.training.config)
+    seed = int(job["seed"])
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+
+    mirror = Path(job["data_mirror"]) if job.get("data_mirror") else None
+    rows, _ = load_split(spec.dataset, spec.training.split, mirror)
+    tasks = bench.tasks(rows)
+    if config.train_limit:
+        tasks = tasks[: config.train_limit]
+    by_id = {t.id: t for t in tasks}
+    dataset = Dataset.from_list([{"prompt": bench.training_prompt(t), "task_id": t.id} for t in tasks])
+
+    def correctness(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
+        return [bench.reward_text(_final_text(c), by_id[t]) for c, t in zip(completions, task_id, strict=True)]
+
+    def answer_format(completions: list[Any], **_: Any) -> list[float]:
+        return [config.format_reward if bench.format_ok(_final_text(c)) else 0.0 for c in completions]
+
+    reward_funcs = [correctness] + ([answer_format] if config.format_reward > 0 else [])
+    out = Path(job["output_dir"])
+    args = GRPOConfig(
+        output_dir=str(out / "trainer"),
+        use_cpu=True,
+        bf16=False,
+        seed=seed,
+        data_seed=seed,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.prompts_per_step * config.num_generations,
+        gradient_accumulation_steps=1,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        max_tool_calling_iterations=config.max_tool_calling_iterations,
+        learning_rate=config.learning_rate,
+        beta=config.beta,
+        epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high,
+        temperature=config.temperature,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        model_init_kwargs={"dtype": torch.float32},
+    )
+    tokenizer = AutoTokenizer.from_pretrained(job["base_model"])
+    started = time.monotonic()
+
+    class Progress(TrainerCallback):  # type: ignore[misc]
+        last = started
+
+        def on_log(self, _args: Any, state: Any, _control: Any, logs: dict[str, float] | None = None, **__: Any) -> None:
+            if not logs or "loss" not in logs:
+                return
+            now = time.monotonic()
+            record = {"step": state.global_step, "step_time_s": round(now - self.last, 3)}
+            self.last = now
+            for key, value in logs.items():
+                if isinstance(value, int | float):
+                    record[key.replace("/", "_")] = float(value)
+            record["reward_mean"] = float(logs.get("reward", 0.0))
+            print(PROGRESS_PREFIX + json.dumps(record), flush=True)
+
+    trainer = GRPOTrainer(
+        model=job["base_model"],
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        tools=bench.training_tools() or None,
+        callbacks=[Progress()],
+    )
+    trainer.train()
+    checkpoint = out / "checkpoint"
+    trainer.save_model(str(checkpoint))
+    tokenizer.save_pretrained(str(checkpoint))
+    (checkpoint / "harness-train.json").write_text(
+        json.dumps({"engine": "trl-grpo", "steps": trainer.state.global_step, "seed": seed}) + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

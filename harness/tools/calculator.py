@@ -1,0 +1,68 @@
+"""The MCP calculator, run from its own environment (it needs ``mcp<2``; Agent Framework needs mcp 2).
+
+One server process is started per evaluation and its session is shared by all concurrent rollouts: the
+calculator is stateless, so a shared session is as correct as one per rollout and saves a process start
+(about a second) per rollout. The server runs with an address-space limit so a hostile expression cannot eat
+the machine's memory, and each call has a timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.paths import env_python
+
+MEMORY_LIMIT_BYTES = 1 << 30
+CALL_TIMEOUT_S = 10
+
+
+def calculator_command(python: Path | None = None) -> list[str]:
+    """The command that starts the calculator server on stdio, under resource limits where available."""
+    python = python or env_python("calculator")
+    if not python.exists():
+        raise HarnessError(f"calculator environment not found at {python.parent.parent} (run `make env`)")
+    cmd = [str(python), "-m", "mcp_server_calculator"]
+    prlimit = shutil.which("prlimit")
+    if prlimit:
+        cmd = [prlimit, f"--as={MEMORY_LIMIT_BYTES}", "--core=0", "--", *cmd]
+    return cmd
+
+
+def calculator_env() -> dict[str, str]:
+    # Only what the server needs: no API keys or tokens from the caller's environment.
+    return {"PATH": "/usr/bin:/bin", "FASTMCP_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@contextlib.asynccontextmanager
+async def open_calculator(python: Path | None = None) -> AsyncIterator[Any]:
+    """An entered Agent Framework ``MCPStdioTool`` connected to one calculator server."""
+    from agent_framework import MCPStdioTool
+
+    cmd = calculator_command(python)
+    tool = MCPStdioTool(
+        name="calculator",
+        command=cmd[0],
+        args=cmd[1:],
+        env=calculator_env(),
+        load_prompts=False,
+        request_timeout=CALL_TIMEOUT_S,
+        description="A calculator that evaluates math expressions.",
+    )
+    async with tool:
+        yield tool
+
+
+async def calculate(tool: Any, expression: str) -> str:
+    """Call the calculator's ``calculate`` tool; errors come back as text, as an agent would see them."""
+    try:
+        result = await tool.call_tool("calculate", expression=expression)
+    except Exception as exc:  # the model sees tool failures as text, like any tool error
+        return f"Error: {exc}"
+    if isinstance(result, str):
+        return result
+    return "".join(getattr(c, "text", "") or "" for c in result)
