@@ -10,6 +10,7 @@ ENVS := .venvs
 PIP_FLAGS ?= --disable-pip-version-check --no-input --progress-bar off
 PROFILE ?=
 SEEDS ?= 1
+PYTEST_ARGS ?= -q
 PROFILE_ARG := $(if $(PROFILE),--profile $(PROFILE),)
 # Tests and CI use the dataset copy beside the checkout when there is one (an offline mirror).
 export HARNESS_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
@@ -60,7 +61,7 @@ lint: $(VENV)/.ok
 
 test: env
 	$(MAKE) lint
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 clean-env:
 	rm -rf $(VENV) $(ENVS)

@@ -118,6 +118,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def load_split(dataset: DatasetSpec, split: str, mirror: Path | None = None) -> tuple[list[dict[str, Any]], ResolvedFile]:
+def load_split(
+    dataset: DatasetSpec, split: str, mirror: Path | None = None
+) -> tuple[list[dict[str, Any]], ResolvedFile]:
     resolved = fetch_split(dataset, split, mirror)
     return read_jsonl(resolved.path), resolved

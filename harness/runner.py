@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from harness.benchmark import Benchmark, Episode, Task, open_benchmark
+from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
 from harness.engines import TrainRequest, get_engine
 from harness.evaluate import EvalSettings, evaluate
@@ -370,7 +370,11 @@ class Runner:
                 }
             },
             "dataset": {"name": self.spec.dataset.name, "source": self.spec.dataset.source, "sha256": state.dataset},
-            "model": {"name": self.spec.model.name, "hash_before": row.model_hash_before, "hash_after": row.model_hash_after},
+            "model": {
+                "name": self.spec.model.name,
+                "hash_before": row.model_hash_before,
+                "hash_after": row.model_hash_after,
+            },
             "engine": {"name": row.engine, "steps": state.train_steps},
             "train_metrics": state.train_metrics,
             "phases": {

@@ -160,7 +160,7 @@ class SpecFile(StrictModel):
     """The raw file: the base keys plus ``profiles`` and ``default_profile``."""
 
     default_profile: str
-    profiles: dict[str, dict[str, Any]]
+    profiles: dict[str, Any]
 
 
 def _replaces(key: str, base: Any, value: Any) -> bool:
@@ -221,7 +221,7 @@ def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSp
     """Merge ``profile`` over the base of a raw spec mapping and validate the result."""
     base = {k: v for k, v in raw.items() if k not in ("profiles", "default_profile")}
     try:
-        meta = SpecFile.model_validate({"default_profile": raw.get("default_profile"), "profiles": raw.get("profiles")})
+        meta = SpecFile.model_validate({k: raw[k] for k in ("default_profile", "profiles") if k in raw})
     except ValidationError as err:
         raise SpecError(_format_validation_error(path, err)) from None
     chosen = profile or meta.default_profile
@@ -231,7 +231,7 @@ def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSp
         raise SpecError(
             f"{path}: unknown profile {chosen!r}{did_you_mean} (profiles: {', '.join(sorted(meta.profiles))})"
         )
-    override = meta.profiles[chosen] or {}
+    override = meta.profiles[chosen]
     if not isinstance(override, dict):
         raise SpecError(f"{path}: profiles.{chosen}: must be a mapping")
     if "profile" in override or "profile" in base:

@@ -44,6 +44,12 @@ class TrlGrpoConfig(BaseModel):
     format_reward: float = Field(
         0.0, ge=0, description="Extra reward for a final answer in the required format (shapes small models)."
     )
+    length_penalty: float = Field(
+        0.0,
+        ge=0,
+        description="Subtract this times (completion length / max length): a soft overlong penalty (as in DAPO) "
+        "that gives a small model a learning signal before it earns any task reward.",
+    )
     torch_threads: int | None = Field(None, gt=0)
 
 

@@ -60,7 +60,15 @@ def main(job_path: str) -> int:
     def answer_format(completions: list[Any], **_: Any) -> list[float]:
         return [config.format_reward if bench.format_ok(_final_text(c)) else 0.0 for c in completions]
 
-    reward_funcs = [correctness] + ([answer_format] if config.format_reward > 0 else [])
+    def overlong(completion_ids: list[list[int]], **_: Any) -> list[float]:
+        limit = config.max_completion_length
+        return [-config.length_penalty * min(1.0, len(ids) / limit) for ids in completion_ids]
+
+    reward_funcs: list[Any] = [correctness]
+    if config.format_reward > 0:
+        reward_funcs.append(answer_format)
+    if config.length_penalty > 0:
+        reward_funcs.append(overlong)
     out = Path(job["output_dir"])
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
@@ -84,6 +92,7 @@ def main(job_path: str) -> int:
         report_to=[],
         dataloader_num_workers=0,
         disable_tqdm=True,
+        gradient_checkpointing=False,
         model_init_kwargs={"dtype": torch.float32},
     )
     tokenizer = AutoTokenizer.from_pretrained(job["base_model"])
@@ -92,7 +101,9 @@ def main(job_path: str) -> int:
     class Progress(TrainerCallback):  # type: ignore[misc]
         last = started
 
-        def on_log(self, _args: Any, state: Any, _control: Any, logs: dict[str, float] | None = None, **__: Any) -> None:
+        def on_log(
+            self, _args: Any, state: Any, _control: Any, logs: dict[str, float] | None = None, **__: Any
+        ) -> None:
             if not logs or "loss" not in logs:
                 return
             now = time.monotonic()

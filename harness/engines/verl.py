@@ -101,8 +101,9 @@ class VerlConfig(_Section):
 
 
 def to_verl_dict(config: VerlConfig, model_path: str | None = None) -> dict[str, Any]:
-    """The dictionary agent-lightning's ``VERL(...)`` takes: the seed's layout, with dotted overrides applied."""
-    out = config.model_dump(mode="python", exclude={"n_workers", "overrides"})
+    """The dictionary agent-lightning's ``VERL(...)`` takes: the keys the spec sets (VERL supplies the rest), with
+    dotted overrides applied."""
+    out = config.model_dump(mode="python", exclude={"n_workers", "overrides"}, exclude_unset=True)
     if model_path is not None:
         out["actor_rollout_ref"]["model"]["path"] = model_path
     for dotted, value in config.overrides.items():

@@ -50,6 +50,7 @@ async def open_calculator(python: Path | None = None) -> AsyncIterator[Any]:
         args=cmd[1:],
         env=calculator_env(),
         load_prompts=False,
+        tool_result_content="content_only",
         request_timeout=CALL_TIMEOUT_S,
         description="A calculator that evaluates math expressions.",
     )

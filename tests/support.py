@@ -1,0 +1,35 @@
+"""Paths shared by the tests (importable as ``support`` from test modules in this folder)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+MATH_SPEC = REPO / "benchmarks" / "math" / "spec.yaml"
+
+
+def data_mirror() -> Path | None:
+    """The offline copy of the datasets: HARNESS_DATA_MIRROR, else ``../shared/data`` beside the checkout."""
+    env = os.environ.get("HARNESS_DATA_MIRROR")
+    for candidate in (Path(env) if env else None, REPO.parent / "shared" / "data"):
+        if candidate is not None and (candidate / "math" / "test.jsonl").exists():
+            return candidate
+    return None
+
+
+def copy_math_benchmark(dest: Path, smoke_overrides: dict[str, Any]) -> Path:
+    """Copy benchmarks/math to ``dest/math`` with ``smoke_overrides`` merged into its smoke profile."""
+    import shutil
+
+    import yaml
+
+    from harness.spec import _deep_merge
+
+    folder = dest / "math"
+    shutil.copytree(MATH_SPEC.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    raw = yaml.safe_load(MATH_SPEC.read_text())
+    raw["profiles"]["smoke"] = _deep_merge(raw["profiles"]["smoke"], smoke_overrides, top=False)
+    (folder / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return folder / "spec.yaml"
