@@ -1,0 +1,97 @@
+"""The ``results``, ``compare`` and ``report`` commands of the ``harness`` CLI.
+
+Only argument parsing lives here; the work is done by :class:`~harness.results.compare.CompareCommand`,
+:class:`~harness.results.report.ReportCommand` and :class:`~harness.results.store.ResultStore`. User errors are
+raised as :class:`~harness.errors.ResultsError` for the main CLI to print as one line (exit code 2).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.errors import ResultsError
+from harness.results import render
+from harness.results.store import ResultStore
+
+
+class OutputFormat(StrEnum):
+    """How a command prints its result."""
+
+    table = "table"
+    md = "md"
+    json = "json"
+
+
+BenchmarkOpt = Annotated[str | None, typer.Option("--benchmark", "-b", help="Only this benchmark.")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, md (Markdown) or json.")]
+
+
+def results_command(
+    benchmark: BenchmarkOpt = None,
+    profile: Annotated[str | None, typer.Option("--profile", "-p", help="Only this profile.")] = None,
+    commit: Annotated[str | None, typer.Option("--commit", "-c", help="Only runs of this git commit (prefix).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    rehash: Annotated[
+        bool,
+        typer.Option("--rehash", help="Validate runs.csv and accept it as is (after resolving a merge by hand)."),
+    ] = False,
+) -> None:
+    """List recorded runs (validated against the schema and checksum)."""
+    store = ResultStore()
+    if rehash:
+        names = [benchmark] if benchmark else store.benchmarks()
+        for name in names:
+            digest = store.rehash(name)
+            typer.echo(f"{store.root / name / 'runs.csv'}: accepted, sha256 {digest}")
+        return
+    rows = store.runs(benchmark)
+    if profile is not None:
+        rows = [r for r in rows if r.profile == profile]
+    if commit is not None:
+        rows = [r for r in rows if r.git_commit.startswith(commit)]
+    render.print_runs(rows, fmt.value)
+
+
+def compare_command(
+    a: Annotated[str, typer.Argument(help="Side A: git revision, run:<id>[,<id>...], or . / worktree.")],
+    b: Annotated[str, typer.Argument(help="Side B: same forms as A.")],
+    benchmark: BenchmarkOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit with code 1 when B has a significant regression.")
+    ] = False,
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level; CIs are at 1 - alpha.")] = 0.05,
+) -> None:
+    """Compare pass rates of two revisions / run sets with paired tests (+ better, - worse, ~ noise, x n/a)."""
+    if not 0 < alpha < 1:
+        raise ResultsError(f"--alpha must be between 0 and 1, got {alpha}")
+    from harness.results.compare import CompareCommand  # scipy/numpy: imported when used
+
+    code = CompareCommand(a, b, benchmark, fmt.value, fail_on_regression, alpha).run()
+    if code:
+        raise typer.Exit(code)
+
+
+def report_command(
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder (default artifacts/report).")] = None,
+    benchmark: BenchmarkOpt = None,
+    against: Annotated[
+        str | None, typer.Option("--against", help="Per-task win/loss of this git revision vs the working tree.")
+    ] = None,
+) -> None:
+    """Write report.html, report.md and PNG plots of the recorded results."""
+    from harness.results.report import ReportCommand  # matplotlib: imported when used
+
+    files = ReportCommand(out, benchmark, against).run()
+    typer.echo(f"wrote {files.html} ({len(files.images)} plots) and {files.markdown}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``results``, ``compare`` and ``report`` to the main ``harness`` app."""
+    app.command("results")(results_command)
+    app.command("compare")(compare_command)
+    app.command("report")(report_command)
