@@ -105,6 +105,10 @@ class Benchmark(Protocol):
         """Whether a final assistant text has the required answer format (for shaping rewards)."""
         ...
 
+    def partial_credit(self, completion: str, task: Task) -> float:
+        """A dense reward in [0, 1] for shaping (0 when the benchmark has none)."""
+        ...
+
 
 _BENCHMARKS: dict[str, type[Any]] = {}
 

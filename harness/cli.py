@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,7 +21,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Train tool-using LLM agents with RL and measure whether they got better.",
 )
-console = Console()
+console = Console(soft_wrap=True)
 err_console = Console(stderr=True)
 
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="Spec profile (default: the spec's).")]
@@ -111,15 +111,32 @@ def run(
         )
         rows.append(Runner(opts, console).run())
     if len(rows) > 1:
-        from harness.results.stats import wilson_interval
+        _print_pooled(rows)
 
-        for label, attr in (("before", "pass_before"), ("after", "pass_after")):
-            vals = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
-            if vals:
-                n = sum(r.n_tasks for r in rows)
-                k = round(sum(v * r.n_tasks for v, r in zip(vals, rows, strict=False)))
-                lo, hi = wilson_interval(k, n)
-                console.print(f"seeds={len(rows)} {label}: pooled pass@1 {k / n:.1%} [{lo:.1%}, {hi:.1%}]")
+
+def _print_pooled(rows: list[Any]) -> None:
+    """Pool the seeds' outcomes by task: pass rate with an interval clustered by task."""
+    from collections import defaultdict
+
+    from harness.results.schema import INFRA_ERROR_KINDS
+    from harness.results.stats import pass_rate
+    from harness.results.store import ResultStore
+
+    store = ResultStore()
+    for phase in ("before", "after"):
+        per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for row in rows:
+            for o in store.outcomes(row.benchmark, row.run_id):
+                if o.phase == phase and o.error_kind not in INFRA_ERROR_KINDS:
+                    per_task[o.task_id][0] += int(o.passed)
+                    per_task[o.task_id][1] += 1
+        if per_task:
+            counts = list(per_task.values())
+            pr = pass_rate([c[0] for c in counts], [c[1] for c in counts])
+            console.print(
+                f"{len(rows)} seeds, {phase}: pooled pass@1 {pr.rate:.1%} [{pr.low:.1%}, {pr.high:.1%}] "
+                f"over {len(counts)} tasks"
+            )
 
 
 def _register_results() -> None:

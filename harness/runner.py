@@ -30,7 +30,7 @@ from harness.evaluate import EvalSettings, evaluate
 from harness.models import checkpoint_hash, prepare_model
 from harness.paths import artifacts_dir, env_python
 from harness.provenance import env_package_versions, git_state, hardware, package_versions
-from harness.results.schema import RunRow, TaskOutcome
+from harness.results.schema import INFRA_ERROR_KINDS, RunRow, TaskOutcome
 from harness.results.stats import wilson_interval
 from harness.results.store import ResultStore
 from harness.serving import serve
@@ -86,7 +86,7 @@ def new_run_id(benchmark: str) -> str:
 
 
 def summarize(episodes: list[Episode]) -> PhaseSummary:
-    scored = [e for e in episodes if e.error_kind not in ("infra", "timeout")]
+    scored = [e for e in episodes if e.error_kind not in INFRA_ERROR_KINDS]
     passed = sum(1 for e in scored if e.passed)
     summary = PhaseSummary(
         n_scored=len(scored),

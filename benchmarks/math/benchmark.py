@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -13,6 +15,7 @@ from harness.spec import BenchmarkSpec
 from harness.tools.calculator import calculate, open_calculator
 
 _reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_math_reward")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?")
 
 
 def message_record(message: Any) -> dict[str, Any]:
@@ -110,3 +113,16 @@ class MathBenchmark:
 
     def format_ok(self, completion: str) -> bool:
         return _reward.extract_answer(completion) is not None
+
+    def partial_credit(self, completion: str, task: Task) -> float:
+        """Closeness of the last number in the text to a numeric answer: 1 / (1 + |ln(pred / truth)|)."""
+        truth = _reward.safe_eval_number(task.answer)
+        numbers = _NUMBER.findall(completion[-2000:])
+        if truth is None or not numbers:
+            return 0.0
+        pred = _reward.safe_eval_number(numbers[-1])
+        if pred is None:
+            return 0.0
+        if truth == 0 or pred == 0 or (pred > 0) != (truth > 0):
+            return 1.0 / (1.0 + abs(pred - truth))
+        return 1.0 / (1.0 + abs(math.log(abs(pred) / abs(truth))))

@@ -44,6 +44,12 @@ class TrlGrpoConfig(BaseModel):
     format_reward: float = Field(
         0.0, ge=0, description="Extra reward for a final answer in the required format (shapes small models)."
     )
+    partial_credit: float = Field(
+        0.0,
+        ge=0,
+        description="Weight of the benchmark's dense partial-credit reward (e.g. closeness of the last number to "
+        "the answer), for models too small to earn the task reward.",
+    )
     length_penalty: float = Field(
         0.0,
         ge=0,

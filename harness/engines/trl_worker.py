@@ -64,7 +64,15 @@ def main(job_path: str) -> int:
         limit = config.max_completion_length
         return [-config.length_penalty * min(1.0, len(ids) / limit) for ids in completion_ids]
 
+    def partial(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
+        return [
+            config.partial_credit * bench.partial_credit(_final_text(c), by_id[t])
+            for c, t in zip(completions, task_id, strict=True)
+        ]
+
     reward_funcs: list[Any] = [correctness]
+    if config.partial_credit > 0:
+        reward_funcs.append(partial)
     if config.format_reward > 0:
         reward_funcs.append(answer_format)
     if config.length_penalty > 0:
