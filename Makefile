@@ -10,6 +10,7 @@ ENVS := .venvs
 PIP_FLAGS ?= --disable-pip-version-check --no-input --progress-bar off
 PROFILE ?=
 SEEDS ?= 1
+BACKEND ?= auto
 PYTEST_ARGS ?= -q
 PROFILE_ARG := $(if $(PROFILE),--profile $(PROFILE),)
 # Tests and CI use the dataset copy beside the checkout when there is one (an offline mirror).
@@ -20,7 +21,8 @@ HARNESS := $(VENV)/bin/harness
 .PHONY: help env lock bench-math test lint clean-env
 
 help:
-	@echo "make bench-math [PROFILE=smoke|full] [SEEDS=N]   train then evaluate the math benchmark"
+	@echo "make bench-math [PROFILE=smoke|full] [SEEDS=N] [BACKEND=auto|local|docker]"
+	@echo "                                              train then evaluate the math benchmark"
 	@echo "make test                                      lint and run every test"
 	@echo "make env                                       create the environments (done by the targets above)"
 	@echo "make lock                                      re-resolve locks/*.txt from requirements/*.in"
@@ -53,7 +55,7 @@ lock:
 	scripts/lock.sh
 
 bench-math: env
-	$(HARNESS) run math $(PROFILE_ARG) --seeds $(SEEDS)
+	$(HARNESS) run math $(PROFILE_ARG) --seeds $(SEEDS) --backend $(BACKEND)
 
 lint: $(VENV)/.ok
 	$(VENV)/bin/ruff check harness benchmarks tests bench

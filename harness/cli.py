@@ -84,6 +84,9 @@ def run(
     seed: Annotated[int | None, typer.Option("--seed", help="First seed (default: the spec's).")] = None,
     data_mirror: MirrorOpt = None,
     skip_baseline: Annotated[bool, typer.Option("--skip-baseline", help="Do not evaluate the base model.")] = False,
+    backend: Annotated[
+        str, typer.Option("--backend", help="Where processes run: local, docker, or auto (docker when available).")
+    ] = "auto",
 ) -> None:
     """Train then evaluate a benchmark profile and append the results row(s)."""
     from harness.runner import Runner, RunOptions
@@ -99,6 +102,7 @@ def run(
     while len(seed_list) < seeds:
         seed_list.append(first + len(seed_list) if seed is not None else max(seed_list, default=-1) + 1)
     group = f"{benchmark}-{uuid.uuid4().hex[:8]}" if seeds > 1 else None
+    chosen = _choose_backend(backend)
     rows = []
     for s in seed_list:
         opts = RunOptions(
@@ -108,10 +112,30 @@ def run(
             group_id=group,
             data_mirror=data_mirror,
             skip_baseline=skip_baseline,
+            backend=chosen,
         )
         rows.append(Runner(opts, console).run())
     if len(rows) > 1:
         _print_pooled(rows)
+
+
+def _choose_backend(requested: str) -> str:
+    from harness.backends.base import backend_class, backend_names
+
+    names = backend_names()
+    if requested != "auto":
+        if requested not in names:
+            raise HarnessError(f"--backend {requested!r}: unknown (backends: auto, {', '.join(names)})")
+        return requested
+    if "docker" in names:
+        ok, reason = backend_class("docker").available()
+        if ok:
+            console.print("backend: docker (engine and images available)")
+            return "docker"
+        console.print(f"backend: local ({reason})")
+        return "local"
+    console.print("backend: local")
+    return "local"
 
 
 def _print_pooled(rows: list[Any]) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from harness.backends import get_backend
 from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
 from harness.engines import TrainRequest, get_engine
@@ -35,6 +36,7 @@ from harness.results.stats import wilson_interval
 from harness.results.store import ResultStore
 from harness.serving import serve
 from harness.spec import BenchmarkSpec, spec_hash
+from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
 
 PHASES = ("setup", "baseline", "train", "eval")
 SECRET_ENV_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -137,6 +139,10 @@ class Runner:
         )
         self.console.print(f"  artifacts: {state.run_dir}")
         status, failed_phase, note = "complete", "", ""
+        self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
+        self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
+        previous_calc = os.environ.get(CALCULATOR_ENV)
+        os.environ[CALCULATOR_ENV] = json.dumps(self.backend.calculator_command())
         try:
             with self._phase(state, "setup"):
                 base_model, eval_tasks = self._setup(state)
@@ -155,6 +161,12 @@ class Runner:
             status, failed_phase, note = "failed", state.phase, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             self._record(state, status, failed_phase, note)
             raise
+        finally:
+            self.backend.close()
+            if previous_calc is None:
+                os.environ.pop(CALCULATOR_ENV, None)
+            else:
+                os.environ[CALCULATOR_ENV] = previous_calc
         return self._record(state, status, failed_phase, note)
 
     @contextmanager
@@ -199,6 +211,8 @@ class Runner:
                 self.spec.serving,
                 state.run_dir / f"server-{phase}.log",
                 tick=lambda s: progress.update(bar, description=f"{label}: starting model server ({s:.0f} s)"),
+                backend=self.backend,
+                labels=self.labels,
             ) as server:
                 progress.update(bar, description=f"{label}: rollouts")
                 settings = EvalSettings(
@@ -247,6 +261,8 @@ class Runner:
                     seed=self.seed,
                     log_path=state.run_dir / "train.log",
                     on_progress=on_progress,
+                    backend=self.backend,
+                    labels=self.labels,
                 )
             )
         state.train_steps = result.steps
@@ -376,6 +392,7 @@ class Runner:
                 "hash_after": row.model_hash_after,
             },
             "engine": {"name": row.engine, "steps": state.train_steps},
+            "backend": self.backend.describe(),
             "train_metrics": state.train_metrics,
             "phases": {
                 "wall_s": state.walls,

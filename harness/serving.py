@@ -1,16 +1,14 @@
 """Start, health-check and stop an OpenAI-compatible model server (vLLM) for one checkpoint.
 
-The server runs in its own environment (``serve-cpu`` made by ``make env``, or ``HARNESS_ENV_SERVE_CPU``) and
-its own process group, so stopping it takes every child with it. Its output goes to a log file that errors name.
+A backend starts the server: locally in its own environment (``serve-cpu`` made by ``make env``) and process
+group, or in a container. Its output goes to a log file that errors name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,8 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from harness.backends.base import Backend, Handle, LaunchSpec
 from harness.errors import ServingError
-from harness.paths import env_python
 from harness.spec import ServingSpec
 
 
@@ -37,9 +35,9 @@ class Endpoint:
     model: str
 
 
-def vllm_command(python: Path, checkpoint: Path, name: str, port: int, serving: ServingSpec) -> list[str]:
-    cmd = [
-        str(python),
+def vllm_args(checkpoint: Path, name: str, port: int, serving: ServingSpec) -> list[str]:
+    """Arguments after the interpreter that start vLLM's OpenAI-compatible server for ``checkpoint``."""
+    args = [
         "-m",
         "vllm.entrypoints.openai.api_server",
         "--model",
@@ -62,48 +60,30 @@ def vllm_command(python: Path, checkpoint: Path, name: str, port: int, serving: 
         "vllm",
     ]
     if serving.enforce_eager:
-        cmd.append("--enforce-eager")
-    return cmd + list(serving.extra_args)
+        args.append("--enforce-eager")
+    return args + list(serving.extra_args)
 
 
-def _server_env() -> dict[str, str]:
-    env = dict(os.environ)
+def server_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
-    env.pop("PYTHONPATH", None)
     return env
 
 
 class ModelServer:
-    """A running model server process. Use :func:`serve` as a context manager."""
+    """A model server started by a backend. Use :func:`serve` as a context manager."""
 
-    def __init__(self, cmd: list[str], log_path: Path, endpoint: Endpoint) -> None:
-        self.cmd = cmd
+    def __init__(self, handle: Handle, log_path: Path, endpoint: Endpoint) -> None:
+        self.handle = handle
         self.log_path = log_path
         self.endpoint = endpoint
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        try:
-            self._proc = subprocess.Popen(
-                self.cmd, stdout=log, stderr=subprocess.STDOUT, env=_server_env(), start_new_session=True
-            )
-        except OSError as exc:
-            raise ServingError(f"cannot start model server ({self.cmd[0]}): {exc.strerror}") from None
-        finally:
-            log.close()
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
 
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self.handle.poll() is None
 
     def wait_ready(self, timeout_s: float, tick: Callable[[float], None] | None = None) -> None:
         """Poll ``/v1/models`` until the server answers; fail fast when the process dies."""
@@ -111,8 +91,8 @@ class ModelServer:
         url = self.endpoint.base_url.rstrip("/") + "/models"
         start = time.monotonic()
         while time.monotonic() < deadline:
-            if not self.alive():
-                code = self._proc.returncode if self._proc else None
+            code = self.handle.poll()
+            if code is not None:
                 raise ServingError(f"model server exited with code {code} while starting; see {self.log_path}")
             try:
                 r = httpx.get(url, timeout=2.0)
@@ -126,17 +106,7 @@ class ModelServer:
         raise ServingError(f"model server not ready after {timeout_s:.0f} s; see {self.log_path}")
 
     def stop(self, grace_s: float = 10.0) -> None:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+        self.handle.stop(grace_s)
 
 
 @contextlib.contextmanager
@@ -147,15 +117,29 @@ def serve(
     log_path: Path,
     tick: Callable[[float], None] | None = None,
     port: int | None = None,
+    backend: Backend | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Iterator[ModelServer]:
-    """Serve ``checkpoint`` under ``name`` for the duration of the block."""
-    python = env_python("serve-cpu")
-    if not python.exists():
-        raise ServingError(f"model-server environment not found at {python.parent.parent} (run `make env`)")
+    """Serve ``checkpoint`` under ``name`` for the duration of the block (locally unless a backend is given)."""
+    if backend is None:
+        from harness.backends import get_backend
+
+        backend = get_backend("local")
     port = port or free_port()
     endpoint = Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model=name)
-    server = ModelServer(vllm_command(python, checkpoint, name, port, serving), log_path, endpoint)
-    server.start()
+    handle = backend.launch(
+        LaunchSpec(
+            role="server",
+            env_name="serve-cpu",
+            argv=vllm_args(checkpoint, name, port, serving),
+            env=server_env(),
+            log_path=log_path,
+            mounts=(checkpoint,),
+            port=port,
+            labels=labels or {},
+        )
+    )
+    server = ModelServer(handle, log_path, endpoint)
     try:
         server.wait_ready(serving.startup_timeout_s, tick)
         yield server

@@ -29,6 +29,9 @@ class TrainRequest:
     log_path: Path
     on_progress: Callable[[int, int, dict[str, float]], None] | None = None
     resume_from: Path | None = None
+    backend: Any = None
+    """Where the trainer process runs (a :class:`harness.backends.Backend`); local when None."""
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,15 @@ ends and an interrupt can stop it; it prints one JSON progress line per step, wh
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
 from harness.errors import EngineError
 
@@ -85,49 +82,40 @@ class TrlGrpoEngine:
         checkpoint = request.output_dir / "checkpoint"
         metrics: list[dict[str, float]] = []
         start = time.monotonic()
-        request.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
         env.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-        with request.log_path.open("a", encoding="utf-8") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.engines.trl_worker", str(job)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
+        backend = request.backend
+        if backend is None:
+            from harness.backends import get_backend
+
+            backend = get_backend("local")
+        handle = backend.launch(
+            LaunchSpec(
+                role="train",
+                env_name="harness",
+                argv=["-m", "harness.engines.trl_worker", str(job)],
                 env=env,
-                start_new_session=True,
+                log_path=request.log_path,
+                mounts=(request.output_dir, request.base_model, request.spec_path.parent),
+                capture_stdout=True,
+                labels=request.labels,
             )
-            try:
-                assert proc.stdout is not None
-                for line in proc.stdout:
-                    log.write(line)
-                    if line.startswith(PROGRESS_PREFIX):
-                        record = json.loads(line[len(PROGRESS_PREFIX) :])
-                        metrics.append(record)
-                        if request.on_progress is not None:
-                            request.on_progress(int(record["step"]), config.max_steps, record)
-                code = proc.wait()
-            except BaseException:
-                _kill_group(proc)
-                raise
+        )
+        try:
+            for line in handle.lines():
+                if line.startswith(PROGRESS_PREFIX):
+                    record = json.loads(line[len(PROGRESS_PREFIX) :])
+                    metrics.append(record)
+                    if request.on_progress is not None:
+                        request.on_progress(int(record["step"]), config.max_steps, record)
+            code = handle.wait()
+        finally:
+            handle.stop()
         if code != 0:
             raise EngineError(f"trl-grpo training failed (exit code {code}); see {request.log_path}")
         if not (checkpoint / "config.json").exists():
             raise EngineError(f"trl-grpo training wrote no checkpoint at {checkpoint}; see {request.log_path}")
         return TrainResult(checkpoint=checkpoint, steps=len(metrics), metrics=metrics, wall_s=time.monotonic() - start)
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
 
 
 def load_request(path: Path) -> dict[str, str]:

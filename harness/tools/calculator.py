@@ -9,6 +9,8 @@ the machine's memory, and each call has a timeout.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,8 +23,21 @@ MEMORY_LIMIT_BYTES = 1 << 30
 CALL_TIMEOUT_S = 10
 
 
+COMMAND_ENV = "HARNESS_CALCULATOR_CMD"
+
+
 def calculator_command(python: Path | None = None) -> list[str]:
-    """The command that starts the calculator server on stdio, under resource limits where available."""
+    """The command that starts the calculator server on stdio, under resource limits where available.
+
+    ``HARNESS_CALCULATOR_CMD`` (a JSON list) overrides it; the Docker backend sets it to a ``docker run`` of the
+    calculator image without network.
+    """
+    override = os.environ.get(COMMAND_ENV)
+    if override and python is None:
+        cmd = json.loads(override)
+        if not (isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd)):
+            raise HarnessError(f"{COMMAND_ENV} must be a JSON list of strings")
+        return cmd
     python = python or env_python("calculator")
     if not python.exists():
         raise HarnessError(f"calculator environment not found at {python.parent.parent} (run `make env`)")
@@ -35,7 +50,10 @@ def calculator_command(python: Path | None = None) -> list[str]:
 
 def calculator_env() -> dict[str, str]:
     # Only what the server needs: no API keys or tokens from the caller's environment.
-    return {"PATH": "/usr/bin:/bin", "FASTMCP_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "FASTMCP_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}
+    if "DOCKER_HOST" in os.environ:  # the Docker backend's calculator is a `docker run`
+        env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
+    return env
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,107 @@
+"""The backend interface: start the harness's long-running processes (model server, trainer, calculator).
+
+The runner decides *what* runs (a server for this checkpoint, a trainer for this request); a backend decides
+*where*: as a local subprocess in one of the ``make env`` environments, or in a container of the pinned images.
+Every process a backend starts is stopped by ``Handle.stop`` and, as a last resort, by ``Backend.close``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
+
+from harness.errors import HarnessError
+
+Role = Literal["server", "train"]
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One process to start: ``python <argv>`` in the named environment."""
+
+    role: Role
+    env_name: str
+    """Which environment's interpreter: ``serve-cpu`` (model server) or ``harness`` (trainer)."""
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+    mounts: tuple[Path, ...] = ()
+    """Host paths the process reads or writes; containers see them at the same path."""
+    port: int | None = None
+    """A TCP port the process listens on, reachable from the host at 127.0.0.1."""
+    capture_stdout: bool = False
+    """Stream stdout lines through ``Handle.lines()`` (and into the log) instead of only into the log."""
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class Handle(Protocol):
+    """A started process."""
+
+    def poll(self) -> int | None:
+        """Exit code, or None while running."""
+        ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def lines(self) -> Iterator[str]:
+        """Output lines as they come (``capture_stdout`` only); ends when the process ends."""
+        ...
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Terminate, then kill after ``grace_s``; idempotent."""
+        ...
+
+
+class Backend(Protocol):
+    name: ClassVar[str]
+
+    def launch(self, spec: LaunchSpec) -> Handle: ...
+
+    def calculator_command(self) -> list[str]:
+        """The command that runs the MCP calculator server on stdio."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the run manifest records about this backend (e.g. image digests)."""
+        ...
+
+    def close(self) -> None:
+        """Stop and remove everything this backend started that is still there."""
+        ...
+
+
+_BACKENDS: dict[str, type[Any]] = {}
+
+
+def register_backend(cls: type[Any]) -> type[Any]:
+    _BACKENDS[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    from harness.backends import local  # noqa: F401  (registers)
+
+    try:
+        from harness.backends import docker  # noqa: F401
+    except ImportError:  # the Docker SDK is optional
+        pass
+
+
+def backend_names() -> list[str]:
+    _load_builtin()
+    return sorted(_BACKENDS)
+
+
+def backend_class(name: str) -> type[Any]:
+    _load_builtin()
+    return _BACKENDS[name]
+
+
+def get_backend(name: str, **kwargs: Any) -> Backend:
+    _load_builtin()
+    if name not in _BACKENDS:
+        raise HarnessError(f"unknown backend {name!r} (backends: {', '.join(sorted(_BACKENDS))})")
+    backend: Backend = _BACKENDS[name](**kwargs)
+    return backend
