@@ -39,6 +39,8 @@ class EvalSettings:
     seed: int
     api_key: str = "EMPTY"
     backoff_s: float = 1.0
+    request_log: list[dict[str, Any]] | None = None
+    """When set, every request body sent to the model server is appended here (used by bench/eval_throughput)."""
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -153,13 +155,24 @@ async def evaluate(
         if on_done is not None:
             on_done(ep)
     sem = asyncio.Semaphore(settings.concurrency)
+    hooks: dict[str, list[Any]] = {}
+    if settings.request_log is not None:
+        log = settings.request_log
+
+        async def record(request: httpx.Request) -> None:
+            if request.url.path.endswith("/chat/completions"):
+                log.append(json.loads(request.content))
+
+        hooks["request"] = [record]
     client = openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,
         timeout=settings.request_timeout_s,
         max_retries=0,
         http_client=httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=settings.concurrency * 2), timeout=settings.request_timeout_s
+            limits=httpx.Limits(max_connections=settings.concurrency * 2),
+            timeout=settings.request_timeout_s,
+            event_hooks=hooks,
         ),
     )
     lock = asyncio.Lock()

@@ -41,7 +41,9 @@ def calculator_command(python: Path | None = None) -> list[str]:
     python = python or env_python("calculator")
     if not python.exists():
         raise HarnessError(f"calculator environment not found at {python.parent.parent} (run `make env`)")
-    cmd = [str(python), "-m", "mcp_server_calculator"]
+    # The server logs every request (INFO) and the mcp-2 client's discovery probe it does not know (WARNING) on
+    # stderr, and its FastMCP ignores FASTMCP_LOG_LEVEL: keep errors only.
+    cmd = [str(python), "-c", "import logging, mcp_server_calculator as m; logging.disable(logging.WARNING); m.main()"]
     prlimit = shutil.which("prlimit")
     if prlimit:
         cmd = [prlimit, f"--as={MEMORY_LIMIT_BYTES}", "--core=0", "--", *cmd]
@@ -50,7 +52,7 @@ def calculator_command(python: Path | None = None) -> list[str]:
 
 def calculator_env() -> dict[str, str]:
     # Only what the server needs: no API keys or tokens from the caller's environment.
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "FASTMCP_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
     if "DOCKER_HOST" in os.environ:  # the Docker backend's calculator is a `docker run`
         env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
     return env
