@@ -18,12 +18,13 @@ export HARNESS_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
 HARNESS := $(VENV)/bin/harness
 
-.PHONY: help env lock bench-math test lint clean-env
+.PHONY: help env lock bench-math bench test lint clean-env
 
 help:
 	@echo "make bench-math [PROFILE=smoke|full] [SEEDS=N] [BACKEND=auto|local|docker]"
 	@echo "                                              train then evaluate the math benchmark"
 	@echo "make test                                      lint and run every test"
+	@echo "make bench                                     performance scripts in bench/, summary in bench/results/"
 	@echo "make env                                       create the environments (done by the targets above)"
 	@echo "make lock                                      re-resolve locks/*.txt from requirements/*.in"
 
@@ -56,6 +57,10 @@ lock:
 
 bench-math: env
 	$(HARNESS) run math $(PROFILE_ARG) --seeds $(SEEDS) --backend $(BACKEND)
+
+# Performance figures (ratios against baselines measured in the same run) -> bench/results/<stamp>.md
+bench: env
+	$(VENV)/bin/python bench/run_all.py
 
 lint: $(VENV)/.ok
 	$(VENV)/bin/ruff check harness benchmarks tests bench
