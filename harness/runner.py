@@ -365,6 +365,11 @@ class Runner:
         self.console.print(
             f"[bold]{status}[/] {state.run_id}: row appended to {self.store.root / spec.name / 'runs.csv'}"
         )
+        if state.before is not None or state.after is not None:
+            self.console.print(
+                f"[bold]pass@1[/] before {_fmt(before)}  ->  after {_fmt(after)}  "
+                f"(model {row.model_hash_before[:12]} -> {row.model_hash_after[:12] or 'untrained'})"
+            )
         return row
 
     def _manifest(self, state: RunState, row: RunRow, packages: dict[str, str]) -> dict[str, Any]:
@@ -404,6 +409,12 @@ class Runner:
             "platform": {"python": platform.python_version(), "system": platform.platform()},
             "environment": _recorded_env(),
         }
+
+
+def _fmt(s: PhaseSummary) -> str:
+    if s.pass_rate is None or s.ci is None:
+        return "n/a"
+    return f"{s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}]"
 
 
 def describe(spec: BenchmarkSpec) -> str:

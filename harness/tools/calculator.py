@@ -12,12 +12,16 @@ import contextlib
 import json
 import os
 import shutil
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.paths import env_python
+
+# Agent Framework pings the server on connect with an API mcp 2 marks deprecated; harmless, and noisy per run.
+warnings.filterwarnings("ignore", message="ping is removed", module="agent_framework")
 
 MEMORY_LIMIT_BYTES = 1 << 30
 CALL_TIMEOUT_S = 10
