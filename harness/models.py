@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness.data import sha256_file
 from harness.errors import ModelError
 from harness.paths import cache_dir
 from harness.spec import HubModel, LocalModel, ModelSpec, PypiGgufModel
@@ -69,14 +70,6 @@ def _find_gguf(model: PypiGgufModel) -> Path:
     raise ModelError(f"{model.package} has no file {model.file!r}")
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def convert_gguf(gguf: Path, out: Path, chat_template: str) -> None:
     """Convert a GGUF file into a float checkpoint folder at ``out`` (atomic: written beside, then renamed)."""
     import torch
@@ -104,7 +97,7 @@ def convert_gguf(gguf: Path, out: Path, chat_template: str) -> None:
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
         (tmp / "harness-source.json").write_text(
-            json.dumps({"gguf": gguf.name, "gguf_sha256": _file_sha256(gguf), "chat_template": chat_template}) + "\n"
+            json.dumps({"gguf": gguf.name, "gguf_sha256": sha256_file(gguf), "chat_template": chat_template}) + "\n"
         )
         if out.exists():
             shutil.rmtree(out)
@@ -124,7 +117,7 @@ def prepare_model(model: ModelSpec) -> Path:
     if isinstance(model, HubModel):
         return _prepare_hub(model)
     gguf = _find_gguf(model)
-    key = f"{model.name}-{_file_sha256(gguf)[:16]}-{model.chat_template}"
+    key = f"{model.name}-{sha256_file(gguf)[:16]}-{model.chat_template}"
     out = cache_dir() / "models" / key
     if all((out / f).exists() for f in CHECKPOINT_FILES):
         return out
