@@ -80,6 +80,8 @@ class RunState:
     after: PhaseSummary | None = None
     episodes: dict[str, list[Episode]] = field(default_factory=dict)
     dataset: dict[str, str] = field(default_factory=dict)
+    git: tuple[str, bool] = ("unknown", True)
+    """(commit, dirty) when the run started: the code that ran, even if the tree changes meanwhile."""
 
 
 def new_run_id(benchmark: str) -> str:
@@ -130,6 +132,7 @@ class Runner:
             run_id=new_run_id(self.spec.name),
             run_dir=Path(),
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            git=git_state(),
         )
         state.run_dir = artifacts_dir() / "runs" / state.run_id
         state.run_dir.mkdir(parents=True, exist_ok=True)
@@ -305,7 +308,7 @@ class Runner:
 
     def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
         spec = self.spec
-        commit, dirty = git_state()
+        commit, dirty = state.git
         packages = self._packages()
         before, after = state.before or PhaseSummary(), state.after or PhaseSummary()
         eval_tasks = {e.task_id for eps in state.episodes.values() for e in eps}
