@@ -18,7 +18,7 @@ export HARNESS_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
 HARNESS := $(VENV)/bin/harness
 
-.PHONY: help env lock bench-math bench test lint clean-env
+.PHONY: help env lock bench-math bench test lint clean-env docker-setup images image-gpu test-docker lock-gpu
 
 help:
 	@echo "make bench-math [PROFILE=smoke|full] [SEEDS=N] [BACKEND=auto|local|docker]"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench                                     performance scripts in bench/, summary in bench/results/"
 	@echo "make env                                       create the environments (done by the targets above)"
 	@echo "make lock                                      re-resolve locks/*.txt from requirements/*.in"
+	@echo "make images | image-gpu | test-docker          build the CPU+calculator images / the GPU image / run docker tests"
 
 env: $(VENV)/.ok $(ENVS)/serve-cpu/.ok $(ENVS)/calculator/.ok
 
@@ -57,6 +58,24 @@ lock:
 
 bench-math: env
 	$(HARNESS) run math $(PROFILE_ARG) --seeds $(SEEDS) --backend $(BACKEND)
+
+# Containers: the Docker engine and a registry-free base image, then the images (tags derived from content).
+docker-setup:
+	scripts/docker-setup.sh
+
+images: docker-setup
+	scripts/build-images.sh cpu calculator
+
+image-gpu:
+	scripts/build-images.sh gpu
+
+test-docker: env images
+	$(VENV)/bin/python -m pytest -m docker tests/docker $(PYTEST_ARGS)
+
+# Re-resolve the GPU image's hash-locked set (CPython 3.12, linux x86_64) and the GPU image's calculator lock.
+lock-gpu: $(VENV)/.ok
+	$(VENV)/bin/uv pip compile docker/requirements/gpu.in --python-version 3.12 --python-platform x86_64-manylinux_2_28 --generate-hashes --no-python-downloads -o docker/requirements/gpu.lock
+	$(VENV)/bin/uv pip compile locks/calculator.txt --python-version 3.12 --python-platform x86_64-manylinux_2_28 --generate-hashes --no-python-downloads -o docker/context/calculator.lock
 
 # Performance figures (ratios against baselines measured in the same run) -> bench/results/<stamp>.md
 bench: env

@@ -176,7 +176,9 @@ _register_results()
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        rv = app(standalone_mode=False)
+        if isinstance(rv, int) and rv:  # typer returns 130 for Ctrl-C when not in standalone mode
+            sys.exit(rv)
     except HarnessError as exc:
         err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

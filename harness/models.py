@@ -99,6 +99,10 @@ def convert_gguf(gguf: Path, out: Path, chat_template: str) -> None:
         (tmp / "harness-source.json").write_text(
             json.dumps({"gguf": gguf.name, "gguf_sha256": sha256_file(gguf), "chat_template": chat_template}) + "\n"
         )
+        # mkdtemp makes 0700 folders: let other users (e.g. a container's unprivileged user) read the checkpoint.
+        os.chmod(tmp, 0o755)  # noqa: S103 - a model checkpoint is meant to be read
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

@@ -29,7 +29,7 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
         HARNESS_DATA_MIRROR=str(mirror),
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "math"],
+        [sys.executable, "-m", "harness.cli", "run", "math", "--backend", "local"],
         capture_output=True,
         text=True,
         env=env,
