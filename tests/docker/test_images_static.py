@@ -200,7 +200,8 @@ def test_scripts_are_valid_bash() -> None:
         assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0, script
         assert path.stat().st_mode & 0o111, f"{script} is not executable"
         text = path.read_text()
-        assert "deb.debian.org" not in text and "pypi.org" not in text, "no registry host names in scripts"
+        # Mirrors and indexes come from the machine's apt and pip configuration, never from the scripts.
+        assert not re.search(r"https?://", text), f"{script} names a URL"
 
 
 def test_parser_rejects_broken_dockerfiles(tmp_path) -> None:
