@@ -5,6 +5,7 @@ User errors (:class:`~harness.errors.HarnessError`) print as one line and exit 2
 
 from __future__ import annotations
 
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -174,7 +175,20 @@ def _register_results() -> None:
 _register_results()
 
 
+def _interrupt_on_signals() -> None:
+    """Ctrl-C and SIGTERM both unwind as KeyboardInterrupt, so every phase stops its processes and containers and
+    the run is recorded as incomplete. SIGINT is restored even when the parent started us with it ignored (as a
+    shell does for background jobs)."""
+
+    def _terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
+
+
 def main() -> None:
+    _interrupt_on_signals()
     try:
         rv = app(standalone_mode=False)
         if isinstance(rv, int) and rv:  # typer returns 130 for Ctrl-C when not in standalone mode
