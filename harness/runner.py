@@ -310,6 +310,8 @@ class Runner:
         spec = self.spec
         commit, dirty = state.git
         packages = self._packages()
+        for role, image in self.backend.describe().get("images", {}).items():
+            packages[f"image:{role}"] = image.get("digest", "")  # the row itself names the images that ran
         before, after = state.before or PhaseSummary(), state.after or PhaseSummary()
         eval_tasks = {e.task_id for eps in state.episodes.values() for e in eps}
         row = RunRow(

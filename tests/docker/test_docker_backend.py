@@ -186,6 +186,7 @@ def test_harness_run_math_smoke_in_docker(mirror: Path, smoke_model: Path, tmp_p
     assert row["backend"] == "docker"
     assert row["n_tasks"] == "2" and row["train_steps"] == "1"
     assert row["model_hash_before"] != row["model_hash_after"]
+    assert "image:cpu=sha256:" in row["packages"] and "image:calculator=sha256:" in row["packages"], row["packages"]
 
     from harness.results.schema import INFRA_ERROR_KINDS
     from harness.results.store import ResultStore
