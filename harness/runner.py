@@ -35,7 +35,7 @@ from harness.results.schema import INFRA_ERROR_KINDS, RunRow, TaskOutcome
 from harness.results.stats import wilson_interval
 from harness.results.store import ResultStore
 from harness.serving import serve
-from harness.spec import BenchmarkSpec, spec_hash
+from harness.spec import spec_hash
 from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
 
 PHASES = ("setup", "baseline", "train", "eval")
@@ -420,7 +420,3 @@ def _fmt(s: PhaseSummary) -> str:
     if s.pass_rate is None or s.ci is None:
         return "n/a"
     return f"{s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}]"
-
-
-def describe(spec: BenchmarkSpec) -> str:
-    return f"{spec.name}/{spec.profile} ({spec.model.name}, engine {spec.training.engine})"
