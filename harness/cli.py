@@ -79,7 +79,7 @@ def prepare(benchmark: str, profile: ProfileOpt = None, data_mirror: MirrorOpt =
 
 @app.command()
 def run(
-    benchmark: str,
+    benchmark: Annotated[str | None, typer.Argument(help="Benchmark name (optional with --resume).")] = None,
     profile: ProfileOpt = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Repeat train-then-evaluate with N seeds.")] = 1,
     seed: Annotated[int | None, typer.Option("--seed", help="First seed (default: the spec's).")] = None,
@@ -88,6 +88,15 @@ def run(
     backend: Annotated[
         str, typer.Option("--backend", help="Where processes run: local, docker, or auto (docker when available).")
     ] = "auto",
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN_ID",
+            help="Continue a failed or interrupted run in its folder: skip finished phases, continue training from "
+            "its last checkpoint, reuse finished rollouts; appends a new row naming the run it resumed.",
+        ),
+    ] = None,
 ) -> None:
     """Train then evaluate a benchmark profile and append the results row(s)."""
     from harness.runner import Runner, RunOptions
@@ -95,6 +104,11 @@ def run(
 
     if data_mirror is not None and not data_mirror.is_dir():
         raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
+    if resume is not None:
+        _resume(resume, benchmark, profile, seeds, seed, skip_baseline, data_mirror, backend)
+        return
+    if benchmark is None:
+        raise HarnessError("run: name a benchmark (or --resume RUN_ID)")
     from harness.benchmark import spec_path
 
     spec = load_spec(spec_path(benchmark), profile)
@@ -118,6 +132,43 @@ def run(
         rows.append(Runner(opts, console).run())
     if len(rows) > 1:
         _print_pooled(rows)
+
+
+def _resume(
+    run_id: str,
+    benchmark: str | None,
+    profile: str | None,
+    seeds: int,
+    seed: int | None,
+    skip_baseline: bool,
+    data_mirror: Path | None,
+    backend: str,
+) -> None:
+    """``harness run --resume RUN_ID``: the run's own benchmark, profile, seed and phases."""
+    from harness.resume import find_run_dir, read_state
+    from harness.runner import Runner, RunOptions
+
+    clashing = [
+        name
+        for name, given in (("--profile", profile), ("--seed", seed), ("--seeds", seeds != 1 or None))
+        if given is not None
+    ] + (["--skip-baseline"] if skip_baseline else [])
+    if clashing:
+        raise HarnessError(f"--resume takes the run's own settings; drop {', '.join(clashing)}")
+    saved = read_state(find_run_dir(run_id))
+    if benchmark is not None and benchmark != saved["benchmark"]:
+        raise HarnessError(f"--resume {run_id}: the run is of benchmark {saved['benchmark']!r}, not {benchmark!r}")
+    opts = RunOptions(
+        benchmark=saved["benchmark"],
+        profile=saved["profile"],
+        seed=saved["seed"],
+        group_id=saved.get("group_id") or None,
+        data_mirror=data_mirror,
+        skip_baseline=bool(saved.get("skip_baseline", False)),
+        backend=_choose_backend(backend),
+        resume=run_id,
+    )
+    Runner(opts, console).run()
 
 
 def _choose_backend(requested: str) -> str:

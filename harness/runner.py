@@ -27,6 +27,7 @@ from harness.backends import get_backend
 from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
 from harness.engines import TrainRequest, get_engine
+from harness.errors import HarnessError
 from harness.evaluate import EvalSettings, evaluate
 from harness.models import checkpoint_hash, prepare_model
 from harness.paths import artifacts_dir, env_python
@@ -34,6 +35,7 @@ from harness.provenance import env_package_versions, git_state, hardware, packag
 from harness.results.schema import INFRA_ERROR_KINDS, RunRow, TaskOutcome
 from harness.results.stats import wilson_interval
 from harness.results.store import ResultStore
+from harness.resume import check_same, find_run_dir, read_rollouts, read_state, write_state
 from harness.serving import serve
 from harness.spec import spec_hash
 from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
@@ -52,6 +54,8 @@ class RunOptions:
     skip_baseline: bool = False
     backend: str = "local"
     results_root: Path | None = None
+    resume: str | None = None
+    """Run id to resume: its folder, finished phases and last training checkpoint are reused."""
 
 
 @dataclass
@@ -82,6 +86,14 @@ class RunState:
     dataset: dict[str, str] = field(default_factory=dict)
     git: tuple[str, bool] = ("unknown", True)
     """(commit, dirty) when the run started: the code that ran, even if the tree changes meanwhile."""
+    done: list[str] = field(default_factory=list)
+    """Phases finished, by this attempt or by the earlier attempts it resumes (saved in run-state.json)."""
+    attempts: list[str] = field(default_factory=list)
+    """Run ids of every attempt in this run folder, this one last."""
+    resumed_from: str = ""
+    checkpoint: Path | None = None
+    train_resumed_step: int = 0
+    saved: dict[str, Any] = field(default_factory=dict)
 
 
 def new_run_id(benchmark: str) -> str:
@@ -134,14 +146,20 @@ class Runner:
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             git=git_state(),
         )
-        state.run_dir = artifacts_dir() / "runs" / state.run_id
+        if self.options.resume:
+            self._restore(state, self.options.resume)
+        else:
+            state.run_dir = artifacts_dir() / "runs" / state.run_id
+        state.attempts.append(state.run_id)
         state.run_dir.mkdir(parents=True, exist_ok=True)
         self.console.print(
             f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
             f"engine={self.spec.training.engine} seed={self.seed} backend={self.options.backend}"
         )
         self.console.print(f"  artifacts: {state.run_dir}")
-        status, failed_phase, note = "complete", "", ""
+        if state.resumed_from:
+            self.console.print(f"  resuming {state.resumed_from}: finished phases {', '.join(state.done) or 'none'}")
+        status, failed_phase, note = "complete", "", f"resumed {state.resumed_from}" if state.resumed_from else ""
         self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
         self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
         previous_calc = os.environ.get(CALCULATOR_ENV)
@@ -149,19 +167,32 @@ class Runner:
         try:
             with self._phase(state, "setup"):
                 base_model, eval_tasks = self._setup(state)
+            self._finished(state, "setup")
             if not self.options.skip_baseline:
-                with self._phase(state, "baseline"):
-                    state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
-            with self._phase(state, "train"):
-                checkpoint = self._train(state, base_model)
+                if "baseline" in state.done:
+                    state.before = self._reuse(state, eval_tasks, "before")
+                else:
+                    with self._phase(state, "baseline"):
+                        state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
+                    self._finished(state, "baseline")
+            if "train" in state.done and state.checkpoint is not None:
+                checkpoint = state.checkpoint
+                self.console.print(f"  training: reused (finished by an earlier attempt), checkpoint {checkpoint}")
+            else:
+                with self._phase(state, "train"):
+                    checkpoint = self._train(state, base_model)
+                self._finished(state, "train")
             with self._phase(state, "eval"):
                 state.after = self._evaluate(state, checkpoint, self.spec.model.name, eval_tasks, "after")
+            self._finished(state, "eval")
         except KeyboardInterrupt:
-            status, failed_phase, note = "incomplete", state.phase, "interrupted"
+            status, failed_phase = "incomplete", state.phase
+            note = _join(note, "interrupted")
             self._record(state, status, failed_phase, note)
             raise
         except Exception as exc:
-            status, failed_phase, note = "failed", state.phase, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            status, failed_phase = "failed", state.phase
+            note = _join(note, f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
             self._record(state, status, failed_phase, note)
             raise
         finally:
@@ -191,6 +222,11 @@ class Runner:
                 state.dataset[spec.training.split] = train_file.sha256
             base_model = prepare_model(spec.model)
             state.model_hash_before = checkpoint_hash(base_model)
+        if state.saved:
+            where = state.run_dir / "run-state.json"
+            check_same(where, "the model", state.saved.get("model_hash_before", ""), state.model_hash_before)
+            for split, sha in state.dataset.items():
+                check_same(where, f"dataset split {split}", state.saved.get("dataset", {}).get(split, ""), sha)
         tasks = self.bench.tasks(eval_rows)
         if spec.evaluation.limit:
             tasks = tasks[: spec.evaluation.limit]
@@ -264,10 +300,13 @@ class Runner:
                     seed=self.seed,
                     log_path=state.run_dir / "train.log",
                     on_progress=on_progress,
+                    resume_from=state.run_dir / "train" if state.resumed_from else None,
                     backend=self.backend,
                     labels=self.labels,
                 )
             )
+        state.checkpoint = result.checkpoint
+        state.train_resumed_step = result.resumed_from_step
         state.train_steps = result.steps
         state.train_metrics = result.metrics
         state.model_hash_after = checkpoint_hash(result.checkpoint)
@@ -275,6 +314,71 @@ class Runner:
             f"  trained {result.steps} steps in {result.wall_s:.0f} s; checkpoint {state.model_hash_after[:12]}"
         )
         return result.checkpoint
+
+    # -- resuming -------------------------------------------------------------------------------------------
+
+    def _restore(self, state: RunState, run_id: str) -> None:
+        """Continue the run folder of ``run_id``: its finished phases, hashes and attempts."""
+        run_dir = find_run_dir(run_id)
+        saved = read_state(run_dir)
+        where = run_dir / "run-state.json"
+        if saved["benchmark"] != self.options.benchmark:
+            raise HarnessError(f"{where}: run {run_id} is of benchmark {saved['benchmark']!r}")
+        check_same(where, "the resolved spec", saved["spec_hash"], spec_hash(self.spec))
+        if "eval" in saved["done"]:
+            raise HarnessError(f"--resume {run_id}: the run already finished every phase")
+        state.run_dir, state.saved = run_dir, saved
+        state.attempts = [str(a) for a in saved["attempts"]]
+        state.resumed_from = state.attempts[-1] if state.attempts else run_id
+        state.done = [p for p in saved["done"] if p in PHASES and p != "setup"]
+        state.walls.update({p: float(saved.get("walls", {}).get(p, 0.0)) for p in state.done})
+        if "train" in state.done:
+            checkpoint = run_dir / str(saved.get("checkpoint", ""))
+            if not (checkpoint / "config.json").exists():
+                state.done.remove("train")  # the trained checkpoint is gone: train again (from a saved step)
+            else:
+                state.checkpoint = checkpoint
+                state.model_hash_after = str(saved.get("model_hash_after", ""))
+                state.train_steps = int(saved.get("train_steps", 0))
+                state.train_metrics = list(saved.get("train_metrics", []))
+
+    def _reuse(self, state: RunState, tasks: list[Task], phase: str) -> PhaseSummary:
+        """A phase an earlier attempt finished: its records, read back instead of redone."""
+        episodes = read_rollouts(
+            state.run_dir / f"rollouts-{phase}.jsonl", tasks, self.spec.evaluation.samples_per_task
+        )
+        state.episodes[phase] = episodes
+        summary = summarize(episodes)
+        summary.wall_s = state.walls["baseline" if phase == "before" else "eval"]
+        label = "baseline eval" if phase == "before" else "eval after training"
+        self._print_summary(f"{label} (reused, finished by an earlier attempt)", summary)
+        return summary
+
+    def _finished(self, state: RunState, phase: str) -> None:
+        """Record in the run folder that ``phase`` is done, so a later ``--resume`` skips it."""
+        if phase not in state.done:
+            state.done.append(phase)
+        checkpoint = state.checkpoint
+        write_state(
+            state.run_dir,
+            {
+                "benchmark": self.options.benchmark,
+                "profile": self.spec.profile,
+                "seed": self.seed,
+                "group_id": self.options.group_id or "",
+                "skip_baseline": self.options.skip_baseline,
+                "spec_hash": spec_hash(self.spec),
+                "attempts": state.attempts,
+                "done": state.done,
+                "dataset": state.dataset,
+                "model_hash_before": state.model_hash_before,
+                "model_hash_after": state.model_hash_after,
+                "checkpoint": str(checkpoint.relative_to(state.run_dir)) if checkpoint else "",
+                "train_steps": state.train_steps,
+                "train_metrics": state.train_metrics,
+                "walls": state.walls,
+            },
+        )
 
     # -- output ---------------------------------------------------------------------------------------------
 
@@ -365,6 +469,7 @@ class Runner:
             for e in eps
         ]
         manifest = self._manifest(state, row, packages)
+        _keep_earlier_manifest(state.run_dir / "manifest.json", state.run_id)
         (state.run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         self.store.append_run(row, outcomes, manifest)
         self.console.print(
@@ -401,7 +506,7 @@ class Runner:
                 "hash_before": row.model_hash_before,
                 "hash_after": row.model_hash_after,
             },
-            "engine": {"name": row.engine, "steps": state.train_steps},
+            "engine": {"name": row.engine, "steps": state.train_steps, "resumed_from_step": state.train_resumed_step},
             "backend": self.backend.describe(),
             "train_metrics": state.train_metrics,
             "phases": {
@@ -413,7 +518,27 @@ class Runner:
             "hardware": row.hardware,
             "platform": {"python": platform.python_version(), "system": platform.platform()},
             "environment": _recorded_env(),
+            "resume": {
+                "resumed_from": state.resumed_from,
+                "run_dir": state.run_dir.name,
+                "attempts": state.attempts,
+                "phases_done": state.done,
+            },
         }
+
+
+def _keep_earlier_manifest(path: Path, run_id: str) -> None:
+    """A resumed attempt writes manifest.json in the same folder: keep the earlier attempt's under its run id."""
+    try:
+        earlier = json.loads(path.read_text()).get("run_id", "")
+    except (OSError, ValueError, AttributeError):
+        return
+    if earlier and earlier != run_id and "/" not in earlier:
+        path.replace(path.with_name(f"manifest-{earlier}.json"))
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def _fmt(s: PhaseSummary) -> str:

@@ -29,6 +29,7 @@ class TrainRequest:
     log_path: Path
     on_progress: Callable[[int, int, dict[str, float]], None] | None = None
     resume_from: Path | None = None
+    """An earlier attempt's ``output_dir``: continue from the last checkpoint the engine saved there, if any."""
     backend: Any = None
     """Where the trainer process runs (a :class:`harness.backends.Backend`); local when None."""
     labels: dict[str, str] = field(default_factory=dict)
@@ -40,6 +41,8 @@ class TrainResult:
     steps: int
     metrics: list[dict[str, float]] = field(default_factory=list)
     wall_s: float = 0.0
+    resumed_from_step: int = 0
+    """The saved step training continued from (``TrainRequest.resume_from``); 0 when it started afresh."""
 
 
 class Engine(Protocol):

@@ -54,6 +54,12 @@ class TrlGrpoConfig(BaseModel):
         "that gives a small model a learning signal before it earns any task reward.",
     )
     torch_threads: int | None = Field(None, gt=0)
+    save_steps: int = Field(
+        1,
+        ge=0,
+        description="Save a resumable checkpoint (weights, optimizer, scheduler, RNG) every N steps before the last, "
+        "keeping only the newest; `harness run --resume` continues from it. 0: none.",
+    )
 
 
 @register_engine
@@ -64,6 +70,7 @@ class TrlGrpoEngine:
     def train(self, request: TrainRequest) -> TrainResult:
         config = TrlGrpoConfig.model_validate(request.spec.training.config)
         request.output_dir.mkdir(parents=True, exist_ok=True)
+        resume = last_checkpoint(request.resume_from / "trainer") if request.resume_from else None
         job = request.output_dir / "train-request.json"
         job.write_text(
             json.dumps(
@@ -75,6 +82,7 @@ class TrlGrpoEngine:
                     "output_dir": str(request.output_dir),
                     "seed": request.seed,
                     "data_mirror": os.environ.get("HARNESS_DATA_MIRROR", ""),
+                    "resume_from_checkpoint": str(resume) if resume else "",
                 },
                 indent=2,
             )
@@ -115,7 +123,44 @@ class TrlGrpoEngine:
             raise EngineError(f"trl-grpo training failed (exit code {code}); see {request.log_path}")
         if not (checkpoint / "config.json").exists():
             raise EngineError(f"trl-grpo training wrote no checkpoint at {checkpoint}; see {request.log_path}")
-        return TrainResult(checkpoint=checkpoint, steps=len(metrics), metrics=metrics, wall_s=time.monotonic() - start)
+        try:
+            steps = int(json.loads((checkpoint / "harness-train.json").read_text())["steps"])
+        except (OSError, ValueError, KeyError, TypeError):
+            steps = len(metrics)
+        return TrainResult(
+            checkpoint=checkpoint,
+            steps=steps,
+            metrics=metrics,
+            wall_s=time.monotonic() - start,
+            resumed_from_step=checkpoint_step(resume) if resume else 0,
+        )
+
+
+CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt", "config.json")
+
+
+def checkpoint_step(path: Path) -> int:
+    return int(path.name.rpartition("-")[2])
+
+
+def last_checkpoint(trainer_dir: Path) -> Path | None:
+    """The newest complete ``checkpoint-<step>`` the trainer saved (one cut short by a crash is passed over)."""
+    if not trainer_dir.is_dir():
+        return None
+    complete = [
+        p
+        for p in trainer_dir.glob("checkpoint-*")
+        if p.name.rpartition("-")[2].isdigit() and all((p / f).exists() for f in CHECKPOINT_FILES) and _readable(p)
+    ]
+    return max(complete, key=checkpoint_step, default=None)
+
+
+def _readable(checkpoint: Path) -> bool:
+    """The trainer writes trainer_state.json last: when it parses, the files before it are complete."""
+    try:
+        return isinstance(json.loads((checkpoint / "trainer_state.json").read_text()), dict)
+    except (OSError, ValueError):
+        return False
 
 
 def load_request(path: Path) -> dict[str, str]:

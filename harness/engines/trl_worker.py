@@ -96,7 +96,8 @@ def main(job_path: str) -> int:
         epsilon_high=config.epsilon_high,
         temperature=config.temperature,
         logging_steps=1,
-        save_strategy="no",
+        save_strategy="no",  # resumable checkpoints are requested by the callback below, before the last step
+        save_total_limit=1,
         report_to=[],
         dataloader_num_workers=0,
         disable_tqdm=True,
@@ -123,6 +124,14 @@ def main(job_path: str) -> int:
             record["reward_mean"] = float(logs.get("reward", 0.0))
             print(PROGRESS_PREFIX + json.dumps(record), flush=True)
 
+    class SaveForResume(TrainerCallback):  # type: ignore[misc]
+        """Save a resumable checkpoint every ``save_steps`` steps; the last step's weights are saved below."""
+
+        def on_step_end(self, _args: Any, state: Any, control: Any, **__: Any) -> None:
+            step = state.global_step
+            if config.save_steps and step % config.save_steps == 0 and step < config.max_steps:
+                control.should_save = True
+
     trainer = GRPOTrainer(
         model=job["base_model"],
         reward_funcs=reward_funcs,
@@ -130,9 +139,12 @@ def main(job_path: str) -> int:
         train_dataset=dataset,
         processing_class=tokenizer,
         tools=bench.training_tools() or None,
-        callbacks=[Progress()],
+        callbacks=[Progress(), SaveForResume()],
     )
-    trainer.train()
+    resume = job.get("resume_from_checkpoint") or None
+    if resume:
+        print(f"resuming from {resume}", flush=True)
+    trainer.train(resume_from_checkpoint=resume)
     checkpoint = out / "checkpoint"
     trainer.save_model(str(checkpoint))
     tokenizer.save_pretrained(str(checkpoint))
