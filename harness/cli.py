@@ -254,14 +254,31 @@ def main() -> None:
         code = getattr(exc, "exit_code", None)
         sys.exit(code if code is not None else getattr(exc, "code", 0))
     except Exception as exc:
-        import click
+        code = _command_line_error(exc)
+        if code is None:
+            raise
+        sys.exit(code)
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(2)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
+
+def _command_line_error(exc: Exception) -> int | None:
+    """Bad arguments (Typer's own copy of Click, or Click): one line and exit 2; None for anything else."""
+    import importlib
+
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        if isinstance(exc, getattr(mod, "NoArgsIsHelpError", ())):
+            exc.show()  # type: ignore[attr-defined]  # `harness` alone: the help text
+            return 2
+        if isinstance(exc, mod.ClickException):
+            message = " ".join(exc.format_message().split())
+            err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+            return 2
+        if isinstance(exc, mod.Abort):
+            return 130
+    return None
 
 
 if __name__ == "__main__":

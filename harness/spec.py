@@ -25,8 +25,8 @@ from harness.errors import SpecError
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex sha256 digest.")]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegInt = Annotated[int, Field(ge=0)]
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegFloat = Annotated[float, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class StrictModel(BaseModel):
@@ -183,6 +183,38 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any], top: bool = True
     return out
 
 
+def _shape_clash(base: Any, override: dict[str, Any], prefix: str = "") -> str | None:
+    """The first key where a profile merges a mapping over a base value that is not one (it would be masked)."""
+    if not isinstance(base, dict):
+        return None
+    for key, value in override.items():
+        if isinstance(value, dict) and key in base:
+            inner = base[key]
+            if inner is not None and not isinstance(inner, dict):
+                return f"{prefix}{key}"
+            found = _shape_clash(inner, value, f"{prefix}{key}.")
+            if found:
+                return found
+    return None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses duplicate keys (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key; the base class reports it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _format_validation_error(path: Path, err: ValidationError) -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
@@ -204,7 +236,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read spec: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506  (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
@@ -236,6 +268,9 @@ def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSp
         raise SpecError(f"{path}: profiles.{chosen}: must be a mapping")
     if "profile" in override or "profile" in base:
         raise SpecError(f"{path}: profile: reserved key, set by the loader")
+    clash = _shape_clash(base, override)
+    if clash:
+        raise SpecError(f"{path}: {clash}: must be a mapping (profile {chosen!r} merges one over it)")
     merged = _deep_merge(base, override)
     merged["profile"] = chosen
     try:
