@@ -246,7 +246,25 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise SpecError(f"{path}: invalid YAML: nested too deeply") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the spec must be a YAML mapping, got {type(data).__name__}")
+    if _expanded_size(data, {}) > MAX_SPEC_NODES:
+        raise SpecError(f"{path}: invalid YAML: more than {MAX_SPEC_NODES} values once aliases are expanded")
     return data
+
+
+MAX_SPEC_NODES = 100_000
+"""A spec is small; YAML aliases can make a short file expand to billions of values (a "billion laughs")."""
+
+
+def _expanded_size(node: Any, memo: dict[int, int]) -> int:
+    """How many values ``node`` holds with every alias expanded (shared sub-trees counted once per use)."""
+    if not isinstance(node, dict | list):
+        return 1
+    key = id(node)
+    if key not in memo:
+        memo[key] = 0  # a self-referencing alias counts as one value here and is refused by validation
+        children = list(node.values()) if isinstance(node, dict) else node
+        memo[key] = 1 + sum(min(_expanded_size(c, memo), MAX_SPEC_NODES + 1) for c in children)
+    return memo[key]
 
 
 def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSpec:
@@ -257,6 +275,13 @@ def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSp
     except ValidationError as err:
         raise SpecError(_format_validation_error(path, err)) from None
     chosen = profile or meta.default_profile
+    if meta.default_profile not in meta.profiles:  # checked also when a profile is named, so `validate` sees it
+        hint = difflib.get_close_matches(meta.default_profile, list(meta.profiles), n=1)
+        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
+        raise SpecError(
+            f"{path}: default_profile: unknown profile {meta.default_profile!r}{did_you_mean} "
+            f"(profiles: {', '.join(sorted(meta.profiles))})"
+        )
     if chosen not in meta.profiles:
         hint = difflib.get_close_matches(chosen, list(meta.profiles), n=1)
         did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
