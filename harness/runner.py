@@ -146,6 +146,7 @@ class Runner:
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             git=git_state(),
         )
+        self.store.check_writable(self.spec.name)
         if self.options.resume:
             self._restore(state, self.options.resume)
         else:
@@ -469,8 +470,11 @@ class Runner:
             for e in eps
         ]
         manifest = self._manifest(state, row, packages)
-        _keep_earlier_manifest(state.run_dir / "manifest.json", state.run_id)
-        (state.run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        try:
+            _keep_earlier_manifest(state.run_dir / "manifest.json", state.run_id)
+            (state.run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        except OSError as exc:  # the results store below still records the run (and its manifest)
+            self.console.print(f"  warning: cannot write {state.run_dir / 'manifest.json'}: {exc.strerror}")
         self.store.append_run(row, outcomes, manifest)
         self.console.print(
             f"[bold]{status}[/] {state.run_id}: row appended to {self.store.root / spec.name / 'runs.csv'}"

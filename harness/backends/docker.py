@@ -27,6 +27,7 @@ from typing import IO, Any, ClassVar
 from harness.backends.base import LaunchSpec, register_backend
 from harness.errors import HarnessError
 from harness.paths import artifacts_dir, benchmarks_dir, cache_dir
+from harness.tools.calculator import SERVER_CODE as CALCULATOR_SERVER_CODE
 
 CPU_IMAGE_ENV = "HARNESS_CPU_IMAGE"
 CALCULATOR_IMAGE_ENV = "HARNESS_CALCULATOR_IMAGE"
@@ -320,7 +321,11 @@ class DockerBackend:
             "1",
             "--label",
             f"{RUN_LABEL}={self.run_id}",
+            "--entrypoint",
+            IMAGE_PYTHON["calculator"],
             self.images["calculator"].id,
+            "-c",
+            CALCULATOR_SERVER_CODE,  # each calculation in a child with a CPU limit, as locally
         ]
 
     def describe(self) -> dict[str, Any]:

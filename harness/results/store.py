@@ -18,6 +18,7 @@ steps retries (see :meth:`ResultStore._read_settled`).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -187,6 +188,24 @@ class ResultStore:
                 atomic_write(self.root / layout.manifest_path(bench, row.run_id), manifest_bytes)
             rows[index] = row
             self._write_table(bench, encode_runs(rows), digest)
+
+    def check_writable(self, benchmark: str) -> None:
+        """Fail now, not after hours of training, when the table's folder cannot be written (read-only, full)."""
+        folder = self.root / benchmark
+        ensure_dir(folder)
+        probe = folder / f".write-probe-{os.getpid()}"
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, b"\0" * 4096)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ResultsError(f"{folder}: results cannot be recorded: {describe_os_error(exc)}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
 
     def rehash(self, benchmark: str) -> str:
         """Accept ``runs.csv`` as it is after validating every row (e.g. after resolving a merge by hand).

@@ -2,16 +2,19 @@
 
 One server process is started per evaluation and its session is shared by all concurrent rollouts: the
 calculator is stateless, so a shared session is as correct as one per rollout and saves a process start
-(about a second) per rollout. The server runs with an address-space limit so a hostile expression cannot eat
-the machine's memory, and each call has a timeout.
+(about a second) per rollout. The server runs without network (its own network namespace) and with an
+address-space limit, each calculation in a child process with a CPU-time limit, and each call has a timeout: a
+hostile expression costs one error, not the machine or the session.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
+import subprocess
 import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +28,47 @@ warnings.filterwarnings("ignore", message="ping is removed", module="agent_frame
 
 MEMORY_LIMIT_BYTES = 1 << 30
 CALL_TIMEOUT_S = 10
+CALL_CPU_LIMIT_S = 2
+"""CPU seconds one calculation may take; the package evaluates ``9**9**9`` or ``factorial(10**9)`` in the server's
+event loop, which would otherwise block every later call for minutes."""
+
+# Runs the package's server with each calculation in a forked child under a CPU limit: a runaway expression
+# costs one error, not the session. The server logs every request (INFO) and the mcp-2 client's discovery probe
+# it does not know (WARNING) on stderr, and its FastMCP ignores FASTMCP_LOG_LEVEL: keep errors only.
+SERVER_CODE = f"""
+import logging, os, resource
+import mcp_server_calculator as m, mcp_server_calculator.calculator as c
+logging.disable(logging.WARNING)
+plain = c.evaluate
+def evaluate(expression):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, ({CALL_CPU_LIMIT_S}, {CALL_CPU_LIMIT_S + 1}))
+            out = "=" + plain(expression)
+        except BaseException as exc:
+            out = "!" + type(exc).__name__ + ": " + str(exc)
+        data = out.encode("utf-8", "replace")[:65536]
+        while data:
+            data = data[os.write(w, data):]
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    os.waitpid(pid, 0)
+    out = b"".join(chunks).decode("utf-8", "replace")
+    if not out:
+        raise ValueError("the calculation exceeded its limits ({CALL_CPU_LIMIT_S} s CPU, memory)")
+    if out[0] == "!":
+        raise ValueError(out[1:])
+    return out[1:]
+c.evaluate = evaluate
+m.main()
+"""
 
 
 COMMAND_ENV = "HARNESS_CALCULATOR_CMD"
@@ -45,13 +89,29 @@ def calculator_command(python: Path | None = None) -> list[str]:
     python = python or env_python("calculator")
     if not python.exists():
         raise HarnessError(f"calculator environment not found at {python.parent.parent} (run `make env`)")
-    # The server logs every request (INFO) and the mcp-2 client's discovery probe it does not know (WARNING) on
-    # stderr, and its FastMCP ignores FASTMCP_LOG_LEVEL: keep errors only.
-    cmd = [str(python), "-c", "import logging, mcp_server_calculator as m; logging.disable(logging.WARNING); m.main()"]
+    cmd = [str(python), "-c", SERVER_CODE]
     prlimit = shutil.which("prlimit")
     if prlimit:
         cmd = [prlimit, f"--as={MEMORY_LIMIT_BYTES}", "--core=0", "--", *cmd]
-    return cmd
+    return [*no_network_prefix(), *cmd]
+
+
+@functools.cache
+def no_network_prefix() -> tuple[str, ...]:
+    """A command prefix that runs the calculator in a network namespace of its own (no interfaces but loopback,
+    down), where the system allows one: as root ``unshare --net``, otherwise in a user namespace. Empty where
+    neither works (the Docker backend's calculator has ``--network none`` regardless)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    for prefix in ([unshare, "--net", "--"], [unshare, "--user", "--map-root-user", "--net", "--"]):
+        try:
+            probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return tuple(prefix)
+    return ()
 
 
 def calculator_env() -> dict[str, str]:
