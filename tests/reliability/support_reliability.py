@@ -357,3 +357,35 @@ def grep_files(root: Path, needle: str) -> list[Path]:
             except OSError:
                 continue
     return hits
+
+
+# --- figures --------------------------------------------------------------------------------------------------------
+
+
+class Figures:
+    """Counts the suite reports at the end of a test session (see conftest.py)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.cleanups: dict[str, float] = {}
+
+    def add(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def fault(self, kind: str) -> None:
+        self.add("faults injected")
+        self.add(f"  {kind}")
+
+    def cleanup(self, what: str, seconds: float) -> None:
+        self.cleanups[what] = round(seconds, 2)
+
+    def lines(self) -> list[str]:
+        out = [f"{k}: {v}" for k, v in self.counts.items()]
+        if self.cleanups:
+            worst = max(self.cleanups.values())
+            out.append(f"seconds until every child process was gone after a signal (max {worst}):")
+            out += [f"  {k}: {v}" for k, v in self.cleanups.items()]
+        return out
+
+
+FIGURES = Figures()

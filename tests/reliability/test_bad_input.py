@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from harness.errors import SpecError
 from harness.spec import BenchmarkSpec, load_spec, spec_hash
 from support import MATH_SPEC, REPO
+from support_reliability import FIGURES
 
 
 def _base() -> dict[str, Any]:
@@ -177,6 +178,8 @@ CASES = [pytest.param(c[1], c[2], c[3], id=c[0]) for c in CORPUS]
 
 
 def test_the_corpus_is_large() -> None:
+    FIGURES.add("malformed specs tried (each through the loader, harness validate and harness run)", len(CORPUS))
+    FIGURES.add("malformed command lines tried", len(BAD_COMMANDS) + 2)
     assert len(CORPUS) >= 60
     assert len({c[0] for c in CORPUS}) == len(CORPUS)
 
@@ -387,6 +390,7 @@ BASE_PATHS = _paths(BASE)
 
 
 def _check_outcome(path: Path, profile: str | None) -> None:
+    FIGURES.add("fuzzed specs loaded")
     try:
         spec = load_spec(path, profile)
     except SpecError as exc:
@@ -483,6 +487,7 @@ def test_fuzz_answer_parser_through_the_benchmark(math_bench: Any, completion: s
     from harness.benchmark import Task
 
     task = Task(id="t", prompt="q", answer=truth)
+    FIGURES.add("fuzzed model answers scored")
     start = time.perf_counter()
     assert math_bench.reward_text(completion, task) in (0.0, 1.0)
     assert isinstance(math_bench.format_ok(completion), bool)

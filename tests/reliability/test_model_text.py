@@ -27,7 +27,7 @@ from harness.evaluate import EvalSettings, evaluate
 from harness.spec import load_spec
 from harness.tools.calculator import CALL_CPU_LIMIT_S, MEMORY_LIMIT_BYTES, calculate, open_calculator
 from support import MATH_SPEC, REPO
-from support_reliability import ScriptedModel, chat_completion
+from support_reliability import FIGURES, ScriptedModel, chat_completion
 
 
 def hostile_expressions(marker: Path) -> list[str]:
@@ -98,6 +98,7 @@ def test_hostile_tool_arguments_and_answers_run_nothing(tmp_path: Path) -> None:
         started = time.monotonic()
         *episodes, last = asyncio.run(evaluate(bench, tasks, settings, tmp_path / "rollouts.jsonl"))
         elapsed = time.monotonic() - started
+    FIGURES.add("hostile tool calls and answers from a model", 2 * (len(expressions) - 1))
     assert not marker.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rollouts.jsonl"]
     assert len(episodes) == len(expressions) - 1
