@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -123,6 +124,8 @@ class TrlGrpoEngine:
             raise EngineError(f"trl-grpo training failed (exit code {code}); see {request.log_path}")
         if not (checkpoint / "config.json").exists():
             raise EngineError(f"trl-grpo training wrote no checkpoint at {checkpoint}; see {request.log_path}")
+        for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the
+            shutil.rmtree(saved, ignore_errors=True)  # optimizer state is twice the model's size
         try:
             steps = int(json.loads((checkpoint / "harness-train.json").read_text())["steps"])
         except (OSError, ValueError, KeyError, TypeError):
