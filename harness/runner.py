@@ -57,6 +57,11 @@ class RunOptions:
     skip_baseline: bool = False
     backend: str = "local"
     results_root: Path | None = None
+    eval_only: bool = False
+    checkpoint: Path | None = None
+    """With ``eval_only``: the checkpoint to evaluate instead of the spec's model."""
+    limit: int | None = None
+    trials: int | None = None
 
 
 @dataclass
@@ -138,6 +143,10 @@ class Runner:
         self.options = options
         self.console = console or Console()
         self.spec, self.bench, self.spec_path = open_benchmark(options.benchmark, options.profile)
+        overrides = {k: v for k, v in (("limit", options.limit), ("samples_per_task", options.trials)) if v is not None}
+        if overrides:  # command-line overrides change the resolved spec, so its hash records them
+            evaluation = self.spec.evaluation.model_copy(update=overrides)
+            self.spec = self.spec.model_copy(update={"evaluation": evaluation})
         self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
         self.store = ResultStore(options.results_root)
 
@@ -152,9 +161,10 @@ class Runner:
         )
         state.run_dir = artifacts_dir() / "runs" / state.run_id
         state.run_dir.mkdir(parents=True, exist_ok=True)
+        engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
         self.console.print(
             f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
-            f"engine={self.spec.training.engine} seed={self.seed} backend={self.options.backend}"
+            f"engine={engine} seed={self.seed} backend={self.options.backend}"
         )
         self.console.print(f"  artifacts: {state.run_dir}")
         status, failed_phase, note = "complete", "", ""
@@ -168,11 +178,16 @@ class Runner:
             with self._phase(state, "setup"):
                 base_model, eval_tasks = self._setup(state)
                 self._simulator = self._start_simulator(state, stack)
-            if not self.options.skip_baseline:
-                with self._phase(state, "baseline"):
-                    state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
-            with self._phase(state, "train"):
-                checkpoint = self._train(state, base_model)
+            if self.options.eval_only:
+                checkpoint = self.options.checkpoint or base_model
+                if self.options.checkpoint is not None:
+                    state.model_hash_after = checkpoint_hash(checkpoint)
+            else:
+                if not self.options.skip_baseline:
+                    with self._phase(state, "baseline"):
+                        state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
+                with self._phase(state, "train"):
+                    checkpoint = self._train(state, base_model)
             with self._phase(state, "eval"):
                 state.after = self._evaluate(state, checkpoint, self.spec.model.name, eval_tasks, "after")
         except KeyboardInterrupt:
@@ -435,7 +450,7 @@ class Runner:
             model=spec.model.name,
             model_hash_before=state.model_hash_before,
             model_hash_after=state.model_hash_after,
-            engine=spec.training.engine,
+            engine="none" if self.options.eval_only else spec.training.engine,
             backend=self.options.backend,
             seed=self.seed,
             eval_split=spec.evaluation.split,

@@ -114,6 +114,7 @@ class Tau2Benchmark:
         tau2_task = Tau2Task(**task.data)
         runner = self._runner(ctx)
         assistant = OpenAIChatCompletionClient(model=ctx.model, async_client=ctx.client)
+        assistant.function_invocation_configuration["max_iterations"] = ctx.max_turns  # tool rounds per reply
         user = OpenAIChatCompletionClient(model=ctx.simulator.model, async_client=ctx.simulator.client)
         started = time.perf_counter()
         conversation = await runner.run(tau2_task, assistant, user)
