@@ -88,6 +88,18 @@ def run(
     backend: Annotated[
         str, typer.Option("--backend", help="Where processes run: local, docker, or auto (docker when available).")
     ] = "auto",
+    eval_only: Annotated[
+        bool, typer.Option("--eval-only", help="No training: evaluate the model (or --checkpoint) once.")
+    ] = False,
+    checkpoint: Annotated[
+        Path | None, typer.Option("--checkpoint", help="With --eval-only: a checkpoint folder to evaluate.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Evaluate only the first N tasks (overrides the spec).")
+    ] = None,
+    trials: Annotated[
+        int | None, typer.Option("--trials", min=1, help="Samples per task, for pass^k (overrides the spec).")
+    ] = None,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -105,10 +117,24 @@ def run(
     if data_mirror is not None and not data_mirror.is_dir():
         raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
     if resume is not None:
-        _resume(resume, benchmark, profile, seeds, seed, skip_baseline, data_mirror, backend)
+        given = {
+            "--profile": profile,
+            "--seed": seed,
+            "--seeds": seeds if seeds != 1 else None,
+            "--skip-baseline": skip_baseline or None,
+            "--eval-only": eval_only or None,
+            "--checkpoint": checkpoint,
+            "--limit": limit,
+            "--trials": trials,
+        }
+        _resume(resume, benchmark, [k for k, v in given.items() if v is not None], data_mirror, backend)
         return
     if benchmark is None:
         raise HarnessError("run: name a benchmark (or --resume RUN_ID)")
+    if checkpoint is not None and not eval_only:
+        raise HarnessError("--checkpoint needs --eval-only (a trained run starts from the spec's model)")
+    if checkpoint is not None and not (checkpoint / "config.json").is_file():
+        raise HarnessError(f"--checkpoint {checkpoint}: not a checkpoint folder (no config.json)")
     from harness.benchmark import spec_path
 
     spec = load_spec(spec_path(benchmark), profile)
@@ -128,31 +154,21 @@ def run(
             data_mirror=data_mirror,
             skip_baseline=skip_baseline,
             backend=chosen,
+            eval_only=eval_only,
+            checkpoint=checkpoint.resolve() if checkpoint else None,
+            limit=limit,
+            trials=trials,
         )
         rows.append(Runner(opts, console).run())
     if len(rows) > 1:
         _print_pooled(rows)
 
 
-def _resume(
-    run_id: str,
-    benchmark: str | None,
-    profile: str | None,
-    seeds: int,
-    seed: int | None,
-    skip_baseline: bool,
-    data_mirror: Path | None,
-    backend: str,
-) -> None:
-    """``harness run --resume RUN_ID``: the run's own benchmark, profile, seed and phases."""
+def _resume(run_id: str, benchmark: str | None, clashing: list[str], data_mirror: Path | None, backend: str) -> None:
+    """``harness run --resume RUN_ID``: the run's own benchmark, profile, seed, options and phases."""
     from harness.resume import find_run_dir, read_state
     from harness.runner import Runner, RunOptions
 
-    clashing = [
-        name
-        for name, given in (("--profile", profile), ("--seed", seed), ("--seeds", seeds != 1 or None))
-        if given is not None
-    ] + (["--skip-baseline"] if skip_baseline else [])
     if clashing:
         raise HarnessError(f"--resume takes the run's own settings; drop {', '.join(clashing)}")
     saved = read_state(find_run_dir(run_id))
@@ -166,6 +182,10 @@ def _resume(
         data_mirror=data_mirror,
         skip_baseline=bool(saved.get("skip_baseline", False)),
         backend=_choose_backend(backend),
+        eval_only=bool(saved.get("eval_only", False)),
+        checkpoint=Path(saved["eval_checkpoint"]) if saved.get("eval_checkpoint") else None,
+        limit=saved.get("limit"),
+        trials=saved.get("trials"),
         resume=run_id,
     )
     Runner(opts, console).run()
