@@ -367,20 +367,25 @@ class Figures:
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
+        self.faults: dict[str, int] = {}
         self.cleanups: dict[str, float] = {}
 
     def add(self, key: str, n: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
 
-    def fault(self, kind: str) -> None:
-        self.add("faults injected")
-        self.add(f"  {kind}")
+    def fault(self, kind: str, n: int = 1) -> None:
+        self.add("faults injected", n)
+        self.faults[kind] = self.faults.get(kind, 0) + n
 
     def cleanup(self, what: str, seconds: float) -> None:
         self.cleanups[what] = round(seconds, 2)
 
     def lines(self) -> list[str]:
-        out = [f"{k}: {v}" for k, v in self.counts.items()]
+        out = []
+        for key, value in self.counts.items():
+            out.append(f"{key}: {value}")
+            if key == "faults injected":
+                out += [f"  {k}: {v}" for k, v in self.faults.items()]
         if self.cleanups:
             worst = max(self.cleanups.values())
             out.append(f"seconds until every child process was gone after a signal (max {worst}):")

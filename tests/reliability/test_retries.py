@@ -76,9 +76,7 @@ def test_transient_errors_are_retried_and_persistent_ones_are_infra(server: tupl
         elapsed = time.monotonic() - started
     by_task = {e.task_id: e for e in episodes}
     e0, e1, e2, e3, e4 = (by_task[t.id] for t in tasks)
-    for plan in plans:
-        FIGURES.add("faults injected", plan.faults)
-    FIGURES.add("  transient model-server errors (503, 500, dropped, held past timeout)", sum(p.faults for p in plans))
+    FIGURES.fault("model-server error (503, 500, dropped, held past the timeout)", sum(p.faults for p in plans))
     # retried until the server answered (an agent error, the model's own failure, is scored and never retried)
     assert (e0.attempts, e1.attempts, e3.attempts, e4.attempts) == (3, 3, 2, 1), (e0, e1, e3, e4)
     assert all(e.error_kind in ("", "agent") for e in (e0, e1, e3, e4)), [e.error for e in (e0, e1, e3, e4)]
