@@ -68,12 +68,13 @@ def test_interrupt_cleans_up_and_records_incomplete(
             wait_for(lambda: hp.tree.having(trigger), 600, trigger, 0.2)
             time.sleep(2)
         seen = {cmd for cmd in hp.tree.alive().values()}
-        code, seconds = interrupt_and_time(hp, signum)
+        code, seconds, exit_s = interrupt_and_time(hp, signum)
         output = hp.text
     FIGURES.fault(f"{signal.Signals(signum).name} {phase}")
-    FIGURES.cleanup(f"{signal.Signals(signum).name} during {phase}", seconds)
+    FIGURES.cleanup(f"{signal.Signals(signum).name} during {phase}", seconds, exit_s)
     assert code == 130, output[-3000:]
     assert seconds <= 10, seconds
+    assert exit_s <= 120, exit_s  # recording the run: package versions, the row, the manifest
     if phase == "baseline":
         assert any("vllm.entrypoints" in c for c in seen), seen
     if trigger == "mcp_server_calculator":
