@@ -90,7 +90,11 @@ class Tau2Benchmark:
 
             def assistant_agent(self, client: Any) -> Any:
                 agent = super().assistant_agent(client)
-                agent.default_options.update(max_tokens=ctx.max_tokens, seed=ctx.seed)
+                agent.default_options["max_tokens"] = ctx.max_tokens
+                if ctx.temperature == 0:
+                    # A per-request seed with sampling crashes vLLM's CPU engine ("CPU Generator does not use
+                    # offset"); greedy decoding is deterministic without one, sampled rollouts go unseeded.
+                    agent.default_options["seed"] = ctx.seed
                 return agent
 
             def user_simulator(self, client: Any, task: Any) -> Any:
