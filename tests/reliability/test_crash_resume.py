@@ -102,7 +102,7 @@ def _add_tiny_profile(root: Path) -> None:
 
 
 def _run_id(hp: HarnessProcess) -> str:
-    return wait_for(lambda: next((ln.split()[1] for ln in hp.output if ln.startswith("run ")), None), 120, "run id")
+    return wait_for(lambda: next((ln.split()[1] for ln in hp.output if ln.startswith("run ")), None), 600, "run id")
 
 
 def _finish(story: Story, label: str, hp: HarnessProcess, timeout: float = 1500) -> None:
