@@ -338,7 +338,7 @@ def test_bad_command_lines_exit_2_with_one_line(
         else:
             _state(tmp_path, run_id, content)
     _one_line_exit_2(*cli(*args), expected)
-    assert not (tmp_path / "results").exists()
+    assert not list((tmp_path / "results").rglob("*.csv"))  # nothing recorded
 
 
 def test_corrupt_dataset_in_mirror_exits_2(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
