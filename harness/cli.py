@@ -90,6 +90,9 @@ def run(
     ] = "auto",
 ) -> None:
     """Train then evaluate a benchmark profile and append the results row(s)."""
+    from harness import trace
+
+    trace.mark("cli")
     from harness.runner import Runner, RunOptions
     from harness.spec import load_spec
 

@@ -23,6 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from harness import trace
 from harness.backends import get_backend
 from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
@@ -34,7 +35,7 @@ from harness.provenance import env_package_versions, git_state, hardware, packag
 from harness.results.schema import INFRA_ERROR_KINDS, RunRow, TaskOutcome
 from harness.results.stats import wilson_interval
 from harness.results.store import ResultStore
-from harness.serving import serve
+from harness.serving import ModelServer, launch, serve
 from harness.spec import spec_hash
 from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
 
@@ -124,6 +125,8 @@ class Runner:
         self.spec, self.bench, self.spec_path = open_benchmark(options.benchmark, options.profile)
         self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
         self.store = ResultStore(options.results_root)
+        self._started: dict[str, ModelServer] = {}
+        """Model servers launched ahead of their phase, by phase ("before")."""
 
     # -- phases -----------------------------------------------------------------------------------------------
 
@@ -184,12 +187,24 @@ class Runner:
     def _setup(self, state: RunState) -> tuple[Path, list[Task]]:
         spec = self.spec
         with self.console.status("fetching dataset and preparing the model"):
+            base_model = prepare_model(spec.model)
+            trace.mark("model_ready")
+            if not self.options.skip_baseline:
+                # The model server takes longest to start: it boots while the data and the model are verified.
+                self._started["before"] = launch(
+                    base_model,
+                    spec.model.name,
+                    spec.serving,
+                    state.run_dir / "server-before.log",
+                    backend=self.backend,
+                    labels=self.labels,
+                )
+                trace.mark("server_launched")
             eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
             state.dataset[spec.evaluation.split] = eval_file.sha256
             if spec.training.split != spec.evaluation.split:
                 _, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
                 state.dataset[spec.training.split] = train_file.sha256
-            base_model = prepare_model(spec.model)
             state.model_hash_before = checkpoint_hash(base_model)
         tasks = self.bench.tasks(eval_rows)
         if spec.evaluation.limit:
@@ -199,6 +214,7 @@ class Runner:
             f"(sha256 {eval_file.sha256[:12]}, from {eval_file.origin})"
         )
         self.console.print(f"  model: {spec.model.name} {state.model_hash_before[:12]} at {base_model}")
+        trace.mark("setup_done")
         return base_model, tasks
 
     def _evaluate(self, state: RunState, checkpoint: Path, name: str, tasks: list[Task], phase: str) -> PhaseSummary:
@@ -213,11 +229,21 @@ class Runner:
                 name,
                 self.spec.serving,
                 state.run_dir / f"server-{phase}.log",
-                tick=lambda s: progress.update(bar, description=f"{label}: starting model server ({s:.0f} s)"),
                 backend=self.backend,
                 labels=self.labels,
+                started=self._started.pop(phase, None),
+                wait=False,
             ) as server:
-                progress.update(bar, description=f"{label}: rollouts")
+
+                async def ready() -> None:
+                    # Awaited once the tools are up: the server keeps starting while they start.
+                    await server.wait_ready_async(
+                        self.spec.serving.startup_timeout_s,
+                        tick=lambda s: progress.update(bar, description=f"{label}: starting model server ({s:.0f} s)"),
+                    )
+                    trace.mark("server_ready")
+                    progress.update(bar, description=f"{label}: rollouts")
+
                 settings = EvalSettings(
                     base_url=server.endpoint.base_url,
                     model=name,
@@ -237,7 +263,7 @@ class Runner:
                     progress.update(bar, advance=1, description=f"{label}: {passed[0]} passed")
 
                 episodes = asyncio.run(
-                    evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done)
+                    evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done, ready)
                 )
         state.episodes[phase] = episodes
         summary = summarize(episodes)
