@@ -20,6 +20,7 @@ Run: ``python bench/startup.py [--repeat 2]``.
 from __future__ import annotations
 
 import argparse
+import calendar
 import contextlib
 import json
 import os
@@ -47,14 +48,18 @@ STAGES = (
     ("server_ready", "wait for the model server to answer"),
     ("first_request", "first chat request sent"),
 )
-VLLM_LOG_PATTERNS = (
-    r"Loading weights took [\d.]+ seconds",
-    r"Model loading took .*",
-    r"[Ii]nit engine .* took [\d.]+ seconds",
-    r"torch\.compile takes [\d.]+ s in total",
-    r"Memory profiling takes [\d.]+ seconds",
-    r"warm(ing)? ?up .* took [\d.]+ s(econds)?",
+# vLLM's start, read from its log: the first line of each process, and its own phase timings.
+VLLM_MILESTONES = (
+    (r"\(APIServer pid=\d+\)", "API server process: imports done, arguments parsed"),
+    (r"\(APIServer pid=\d+\) .*Resolved architecture", "API server: model config resolved"),
+    (r"\(EngineCore pid=\d+\)", "engine core process (spawned): imports done"),
+    (r"\((?:Worker|VllmWorker-\d+) pid=\d+\)", "worker process (spawned): imports done"),
+    (r"Loading weights took", "weights loaded"),
+    (r"init engine \(", "KV cache allocated, model warmed up"),
+    (r"Starting vLLM server on", "HTTP server up"),
 )
+VLLM_PHASES = (r"Loading weights took [\d.]+ seconds", r"init engine \([^)]*\) took [\d.]+ s")
+_LOG_TIME = re.compile(r" (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ")
 
 
 def stage_durations(marks: Sequence[dict[str, Any]], t0: float) -> dict[str, float]:
@@ -157,16 +162,17 @@ def harness_start(tmp: Path, timeout_s: float) -> dict[str, float]:
             make.wait()
 
 
-def vllm_start(checkpoint: Path, tmp: Path, log_name: str) -> float:
-    """The bare vLLM server with the smoke profile's arguments: seconds from its start to ready."""
+def vllm_start(checkpoint: Path, tmp: Path, log_name: str) -> tuple[float, float]:
+    """The bare vLLM server with the smoke profile's arguments: (seconds from its start to ready, start time)."""
     from harness.benchmark import open_benchmark
     from harness.serving import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
+    launched = time.time()
     server = launch(checkpoint, spec.model.name, spec.serving, tmp / log_name)
     try:
         server.wait_ready(spec.serving.startup_timeout_s)
-        return time.monotonic() - server.launched_at
+        return time.monotonic() - server.launched_at, launched
     finally:
         server.stop()
 
@@ -182,13 +188,23 @@ def import_time(module: str, repeat: int) -> list[float]:
     return out
 
 
-def vllm_log_phases(log: Path) -> list[str]:
-    text = log.read_text(errors="replace") if log.exists() else ""
-    found = []
-    for pattern in VLLM_LOG_PATTERNS:
-        for m in re.finditer(pattern, text):
-            found.append(m.group(0).strip())
-    return found
+def vllm_timeline(text: str, launched: float) -> list[tuple[float, str]]:
+    """(seconds after ``launched``, milestone) for each milestone found in a vLLM log (whole-second stamps)."""
+    year = time.gmtime(launched).tm_year
+    out = []
+    lines = text.splitlines()
+    for pattern, label in VLLM_MILESTONES:
+        for line in lines:
+            if re.search(pattern, line) and (m := _LOG_TIME.search(line)):
+                mon, day, hh, mm, ss = (int(g) for g in m.groups())
+                stamp = calendar.timegm((year, mon, day, hh, mm, ss, 0, 0, 0))
+                out.append((stamp - launched, label))
+                break
+    return out
+
+
+def vllm_log_phases(text: str) -> list[str]:
+    return [m.group(0).strip() for pattern in VLLM_PHASES for m in re.finditer(pattern, text)]
 
 
 def fmt(values: Sequence[float]) -> str:
@@ -209,6 +225,8 @@ def main() -> None:
     checkpoint = prepare_model(spec.model)  # warm: converted before, as a warm `make bench-math` finds it
     runs: list[dict[str, float]] = []
     vllm: list[float] = []
+    timeline: list[tuple[float, str]] = []
+    phases: list[str] = []
     imports = {m: import_time(m, args.repeat + 1) for m in ("harness.cli", "harness.runner")}
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp_name:
         tmp = Path(tmp_name)
@@ -219,9 +237,12 @@ def main() -> None:
                     runs.append(harness_start(tmp, args.timeout))
                     print(f"  round {r + 1} make bench-math to first rollout: {runs[-1]['total']:.1f} s", flush=True)
                 else:
-                    vllm.append(vllm_start(checkpoint, tmp, f"vllm-{r}.log"))
+                    ready_s, launched = vllm_start(checkpoint, tmp, f"vllm-{r}.log")
+                    vllm.append(ready_s)
+                    if r == 0:
+                        text = (tmp / "vllm-0.log").read_text(errors="replace")
+                        timeline, phases = vllm_timeline(text, launched), vllm_log_phases(text)
                     print(f"  round {r + 1} bare vLLM start to ready: {vllm[-1]:.1f} s", flush=True)
-        phases = vllm_log_phases(tmp / "vllm-0.log")
 
     totals = [r["total"] for r in runs]
     print(f"startup: warm `make bench-math` to its first rollout request, {args.repeat} rounds (min / median)")
@@ -238,8 +259,11 @@ def main() -> None:
         values = [r[event] for r in runs if event in r]
         if values:
             print(f"    {event:16} {statistics.median(values):6.1f} s  {what}")
+    print("  where the bare vLLM start goes (first round, from its log's whole-second stamps):")
+    for at, label in timeline:
+        print(f"    +{at:5.0f} s  {label}")
     if phases:
-        print("  vLLM's own start-up log: " + "; ".join(phases))
+        print("    vLLM's own figures: " + "; ".join(phases))
     if args.json:
         figures = {
             "harness_to_first_request_s": totals,
@@ -247,6 +271,7 @@ def main() -> None:
             "imports_s": imports,
             "stages": runs,
             "vllm_log": phases,
+            "vllm_timeline": timeline,
         }
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 

@@ -266,3 +266,25 @@ def test_wait_ready_async_returns_once_the_server_answers(chat_server: _ChatServ
     finally:
         handle.stop(grace_s=1)
     assert proc.poll() is not None
+
+
+def test_vllm_timeline_from_log_stamps() -> None:
+    import calendar
+
+    log = "\n".join(
+        [
+            "(APIServer pid=1) INFO 12-02 16:56:41 [api_utils.py:347] version 0.32.0",
+            "(APIServer pid=1) INFO 12-02 16:57:01 [model.py:733] Resolved architecture: LlamaForCausalLM",
+            "(EngineCore pid=2) INFO 12-02 16:57:22 [core.py:133] Initializing a V1 LLM engine",
+            "(Worker pid=3) INFO 12-02 16:57:43 [default_loader.py:501] Loading weights took 0.77 seconds",
+            "(EngineCore pid=2) INFO 12-02 16:57:48 [core.py:402] init engine (profile, warmup model) took 2.54 s",
+            "(APIServer pid=1) INFO 12-02 16:57:51 [entry.py:140] Starting vLLM server on http://127.0.0.1:1",
+        ]
+    )
+    launched = calendar.timegm((2026, 12, 2, 16, 56, 11, 0, 0, 0))
+    timeline = startup.vllm_timeline(log, launched)
+    assert [at for at, _ in timeline] == [30, 50, 71, 92, 92, 97, 100]
+    assert startup.vllm_log_phases(log) == [
+        "Loading weights took 0.77 seconds",
+        "init engine (profile, warmup model) took 2.54 s",
+    ]
