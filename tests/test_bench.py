@@ -134,10 +134,10 @@ def test_replay_sends_every_body_within_the_concurrency(chat_server: _ChatServer
 def test_overhead_and_report_from_passes() -> None:
     Pass = eval_throughput.Pass
     passes = [
-        Pass("harness", 10.0, 40, 2.0, 400),
+        Pass("harness", 10.0, 40, 2.0, 400, rollouts_s=8.0),
         Pass("raw-chained", 8.0, 40, 0.4, 400),
         Pass("raw-flat", 5.0, 40, 0.4, 400),
-        Pass("harness", 12.0, 40, 2.0, 400),
+        Pass("harness", 12.0, 40, 2.0, 400, rollouts_s=10.0),
         Pass("raw-chained", 10.0, 40, 0.4, 400),
         Pass("raw-flat", 5.0, 40, 0.4, 400),
     ]
@@ -146,6 +146,9 @@ def test_overhead_and_report_from_passes() -> None:
     assert s["overhead_median"] == pytest.approx(1 - ((4.0 + 40 / 12) / 2) / ((5.0 + 4.0) / 2))
     assert s["overhead_best"] == pytest.approx(1 - 4.0 / 5.0)
     assert s["sides"]["harness"]["cpu_ms_per_request"] == pytest.approx(50.0)
+    assert s["sides"]["harness"]["tool_setup_s"] == pytest.approx(2.0)
+    assert s["overhead_rollouts_median"] == pytest.approx(1 - ((5.0 + 4.0) / 2) / ((5.0 + 4.0) / 2))
+    assert s["overhead_rollouts_best"] == pytest.approx(0.0)
     text = eval_throughput.report(s, 20, 1, 8, 40)
     assert "harness overhead" in text and "raw-flat" in text
     assert eval_throughput.rotated(["a", "b", "c"], 1) == ["b", "c", "a"]
@@ -188,8 +191,10 @@ def test_summary_markdown_one_line_per_target() -> None:
     assert "55.0 s (bare vLLM start alone: 50.0 s) | < 20 s | missed |" in text
     assert "| eval_throughput.py | failed (exit 1) |" in text
     assert "Traceback: boom" in text and "## startup.py (200 s)" in text
-    h = run_all.HEADLINES["eval_throughput.py"]({"concurrency": 8, "overhead_median": 0.03, "overhead_best": 0.01})
-    assert h.met and h.measured.startswith("3.0%")
+    h = run_all.HEADLINES["eval_throughput.py"](
+        {"concurrency": 8, "overhead_rollouts_median": 0.03, "overhead_median": 0.09}
+    )
+    assert h.met and h.measured.startswith("3.0% over the rollouts; 9.0% with")
 
 
 def test_digest_is_reused_only_while_files_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
