@@ -144,6 +144,8 @@ def main() -> int:
     machine = machine_lines()
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         runs = [run_script(s, Path(tmp)) for s in sys.argv[1:] or SCRIPTS]
+    load = os.getloadavg()
+    machine.insert(2, f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
     path = out_dir / f"{stamp}.md"
     path.write_text(summary_markdown(stamp, machine, runs))
     print(f"summary: {path}")
