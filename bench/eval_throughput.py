@@ -23,6 +23,11 @@ the completion tokens each side got back (same work on both sides), and the harn
 rollouts (from the calculator being up to the last rollout's record) and for the whole ``evaluate()`` call, which
 also starts and stops the calculator server (a run starts it while the model server boots; see startup.py).
 
+Before that, the same measurement (harness vs raw-chained) runs against a stub server in its own process that
+answers every request after a fixed delay (``--stub-latency``, 2 s by default, about a smoke-model answer here)
+with a final answer: a server whose speed does not drift, so the difference is the harness alone, including its
+CPU share, even on a machine too loaded for the vLLM figures to settle.
+
 Run: ``python bench/eval_throughput.py [--tasks 20] [--samples 1] [--concurrency 8] [--rounds 3]``.
 """
 
@@ -34,6 +39,7 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -172,9 +178,9 @@ def summarize(passes: list[Pass], tasks: int, baseline: str = "raw-chained") -> 
     return out
 
 
-def report(summary: dict[str, Any], tasks: int, samples: int, concurrency: int, requests: int) -> str:
+def report(summary: dict[str, Any], tasks: int, samples: int, concurrency: int, requests: int, server: str) -> str:
     lines = [
-        f"eval_throughput: {tasks} tasks x {samples} samples, {requests} chat requests per pass, "
+        f"eval_throughput against {server}: {tasks} tasks x {samples} samples, {requests} chat requests per pass, "
         f"concurrency {concurrency}, temperature 0"
     ]
     for side, s in summary["sides"].items():
@@ -261,6 +267,53 @@ class Bench:
         )
 
 
+def stub_app(latency_s: float) -> Any:
+    """An OpenAI-style chat server that answers every request after ``latency_s`` with a final answer."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Request) -> JSONResponse:
+        body = json.loads(await request.body())
+        await asyncio.sleep(latency_s)
+        message = {"role": "assistant", "content": "The answer is ### 42"}
+        return JSONResponse(
+            {
+                "id": "stub",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "stub"),
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+            }
+        )
+
+    async def models(request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models)])
+
+
+def measure(b: Bench, concurrency: int, rounds: int, sides: list[str], label: str) -> tuple[Pass, list[Pass]]:
+    """Recording pass, one untimed replay (warm-up), then ``rounds`` rotated rounds over ``sides``."""
+    warm = b.harness_pass(record=True)
+    print(
+        f"{label}: recording pass (warm-up, not timed): {warm.requests} requests in {len(b.rollouts)} rollouts, "
+        f"{warm.wall_s:.1f} s",
+        flush=True,
+    )
+    # The server's first passes are slower (new batch shapes); one more untimed pass before the rounds.
+    print(f"{label}: warm-up replay (not timed): {b.raw_pass(concurrency, chained=False).wall_s:.1f} s", flush=True)
+    passes: list[Pass] = []
+    for r in range(rounds):
+        for side in rotated(sides, r):
+            p = b.harness_pass() if side == "harness" else b.raw_pass(concurrency, chained=side == "raw-chained")
+            passes.append(p)
+            print(f"  round {r + 1} {side:12} {p.wall_s:6.1f} s  {p.requests} requests", flush=True)
+    return warm, passes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=20)
@@ -268,28 +321,37 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=None, help="default: the smoke profile's")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds (each: harness, raw-chained, raw-flat)")
+    parser.add_argument(
+        "--stub-latency", type=float, default=2.0, help="also measure against a stub answering after this (0: skip)"
+    )
+    parser.add_argument("--no-vllm", action="store_true", help="only the stub measurement")
+    parser.add_argument("--stub-serve", nargs=2, metavar=("PORT", "LATENCY"), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    if args.stub_serve:  # the stub server's own process
+        import uvicorn
+
+        port, latency = args.stub_serve
+        uvicorn.run(stub_app(float(latency)), host="127.0.0.1", port=int(port), log_level="error")
+        return
 
     from harness.benchmark import open_benchmark
     from harness.data import load_split
     from harness.evaluate import EvalSettings
     from harness.models import prepare_model
-    from harness.serving import serve
+    from harness.serving import free_port, serve
 
     spec, bench, _ = open_benchmark("math", "smoke")
     rows, _ = load_split(spec.dataset, spec.evaluation.split)
     tasks = bench.tasks(rows)[: args.tasks]
     max_tokens = args.max_tokens or spec.evaluation.max_tokens
-    model = prepare_model(spec.model)
-    with (
-        tempfile.TemporaryDirectory(prefix="eval-throughput-") as tmp,
-        serve(model, spec.model.name, spec.serving, Path(tmp) / "server.log") as srv,
-    ):
+    n_tasks = len(tasks) * args.samples
+    figures: dict[str, Any] = {"concurrency": args.concurrency, "tasks": len(tasks), "samples": args.samples}
 
+    def settings_for(base_url: str) -> Any:
         def settings(log: list[Body]) -> EvalSettings:
             return EvalSettings(
-                base_url=srv.endpoint.base_url,
+                base_url=base_url,
                 model=spec.model.name,
                 temperature=0.0,
                 max_tokens=max_tokens,
@@ -302,29 +364,46 @@ def main() -> None:
                 request_log=log,
             )
 
-        b = Bench(srv.endpoint.base_url, bench, tasks, settings, Path(tmp))
-        warm = b.harness_pass(record=True)
-        print(
-            f"recording pass (warm-up, not timed): {warm.requests} requests in {len(b.rollouts)} rollouts, "
-            f"{warm.wall_s:.1f} s",
-            flush=True,
-        )
-        # The server's first passes are slower (new batch shapes); one more untimed pass before the rounds.
-        print(f"warm-up replay (not timed): {b.raw_pass(args.concurrency, chained=False).wall_s:.1f} s", flush=True)
-        passes: list[Pass] = []
-        for r in range(args.rounds):
-            for side in rotated(["harness", "raw-chained", "raw-flat"], r):
-                if side == "harness":
-                    p = b.harness_pass()
-                else:
-                    p = b.raw_pass(args.concurrency, chained=side == "raw-chained")
-                passes.append(p)
-                print(f"  round {r + 1} {side:12} {p.wall_s:6.1f} s  {p.requests} requests", flush=True)
-    n_tasks = len(tasks) * args.samples
-    summary = summarize(passes, n_tasks)
-    print(report(summary, len(tasks), args.samples, args.concurrency, warm.requests))
+        return settings
+
+    with tempfile.TemporaryDirectory(prefix="eval-throughput-") as tmp:
+        if args.stub_latency > 0:
+            port = free_port()
+            stub = subprocess.Popen(
+                [sys.executable, __file__, "--stub-serve", str(port), str(args.stub_latency)], start_new_session=True
+            )
+            try:
+                url = f"http://127.0.0.1:{port}/v1"
+                deadline = time.monotonic() + 60
+                while True:
+                    try:
+                        if httpx.get(url + "/models", timeout=1).status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        if time.monotonic() > deadline or stub.poll() is not None:
+                            raise
+                    time.sleep(0.1)
+                b = Bench(url, bench, tasks, settings_for(url), Path(tmp) / "stub")
+                b.tmp.mkdir()
+                label = f"stub server ({args.stub_latency:g} s per answer)"
+                warm, passes = measure(b, args.concurrency, args.rounds, ["harness", "raw-chained"], label)
+            finally:
+                stub.terminate()
+                stub.wait(timeout=30)
+            stub_summary = summarize(passes, n_tasks)
+            print(report(stub_summary, len(tasks), args.samples, args.concurrency, warm.requests, label))
+            figures["stub"] = {"latency_s": args.stub_latency, **stub_summary}
+        if not args.no_vllm:
+            model = prepare_model(spec.model)
+            with serve(model, spec.model.name, spec.serving, Path(tmp) / "server.log") as srv:
+                url = srv.endpoint.base_url
+                b = Bench(url, bench, tasks, settings_for(url), Path(tmp))
+                sides = ["harness", "raw-chained", "raw-flat"]
+                warm, passes = measure(b, args.concurrency, args.rounds, sides, "vLLM")
+            summary = summarize(passes, n_tasks)
+            print(report(summary, len(tasks), args.samples, args.concurrency, warm.requests, "vLLM (smoke model)"))
+            figures.update(summary)
     if args.json:
-        figures = {"concurrency": args.concurrency, "tasks": len(tasks), "samples": args.samples, **summary}
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 
 

@@ -149,7 +149,7 @@ def test_overhead_and_report_from_passes() -> None:
     assert s["sides"]["harness"]["tool_setup_s"] == pytest.approx(2.0)
     assert s["overhead_rollouts_median"] == pytest.approx(1 - ((5.0 + 4.0) / 2) / ((5.0 + 4.0) / 2))
     assert s["overhead_rollouts_best"] == pytest.approx(0.0)
-    text = eval_throughput.report(s, 20, 1, 8, 40)
+    text = eval_throughput.report(s, 20, 1, 8, 40, "a stub")
     assert "harness overhead" in text and "raw-flat" in text
     assert eval_throughput.rotated(["a", "b", "c"], 1) == ["b", "c", "a"]
 
@@ -204,7 +204,12 @@ def test_summary_markdown_one_line_per_target() -> None:
     h = run_all.HEADLINES["eval_throughput.py"](
         {"concurrency": 8, "overhead_rollouts_median": 0.03, "overhead_median": 0.09}
     )
-    assert h.met and h.measured.startswith("3.0% over the rollouts; 9.0% with")
+    assert h.met and h.measured == "vLLM: 3.0% over the rollouts, 9.0% with the calculator's start"
+    stub = {"latency_s": 2.0, "overhead_rollouts_median": 0.01, "overhead_median": 0.04}
+    h = run_all.HEADLINES["eval_throughput.py"](
+        {"concurrency": 8, "overhead_rollouts_median": 0.03, "overhead_median": 0.09, "stub": stub}
+    )
+    assert h.measured.endswith("; fixed-latency stub (2 s): 1.0%, 4.0%")
 
 
 def test_digest_is_reused_only_while_files_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
