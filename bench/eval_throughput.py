@@ -223,26 +223,26 @@ class Bench:
     n: int = 0
 
     def harness_pass(self, record: bool = False) -> Pass:
-        from harness import trace
+        from harness import timing
         from harness.evaluate import evaluate
 
         log: list[Body] = []
         self.n += 1
-        marks = self.tmp / f"trace-{self.n}.jsonl"
+        marks = self.tmp / f"timing-{self.n}.jsonl"
         last_done = [0.0]
 
         def on_done(_: Any) -> None:
             last_done[0] = time.time()
 
-        os.environ[trace.TRACE_ENV] = str(marks)
+        os.environ[timing.TIMING_ENV] = str(marks)
         try:
             cpu0, t0 = _cpu_s(), time.perf_counter()
             out = self.tmp / f"rollouts-{self.n}.jsonl"
             episodes = asyncio.run(evaluate(self.bench, self.tasks, self.make_settings(log), out, on_done))
             wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
         finally:
-            del os.environ[trace.TRACE_ENV]
-        tools_ready = next(m["t"] for m in trace.read(marks) if m["event"] == "tools_ready")
+            del os.environ[timing.TIMING_ENV]
+        tools_ready = next(m["t"] for m in timing.read(marks) if m["event"] == "tools_ready")
         if record:
             self.rollouts = group_rollouts(log)
         return Pass(

@@ -2,11 +2,11 @@
 
 Measured in the same run, interleaved so that load on a shared machine hits both sides alike:
 
-* ``make bench-math BACKEND=local`` with ``HARNESS_TRACE`` set (results and artifacts in a temporary folder): from
+* ``make bench-math BACKEND=local`` with ``HARNESS_TIMING`` set (results and artifacts in a temporary folder): from
   starting ``make`` to the ``first_request`` mark, the moment the first chat request of the baseline evaluation
   leaves for the model server (a local connection: it reaches the server within a millisecond). The run is then
   interrupted (it records itself as ``incomplete`` in the temporary results folder and stops its server). The
-  marks in between say where the time went (``harness.trace``);
+  marks in between say where the time went (``harness.timing``);
 * baseline ``vllm``: the bare vLLM server for the same checkpoint with the same arguments, from its start to its
   first ``200`` on ``/v1/models`` -- the floor for any harness that serves the model with vLLM;
 * baseline ``import``: ``python -c 'import harness.cli'`` and ``import harness.runner``.
@@ -122,16 +122,16 @@ def _kill_tree(pid: int) -> None:
 
 def harness_start(tmp: Path, timeout_s: float) -> dict[str, float]:
     """One warm ``make bench-math`` to its first rollout request, then interrupt it; stage durations."""
-    trace_file = tmp / "trace.jsonl"
-    trace_file.unlink(missing_ok=True)
+    timing_file = tmp / "timing.jsonl"
+    timing_file.unlink(missing_ok=True)
     env = dict(
         os.environ,
-        HARNESS_TRACE=str(trace_file),
+        HARNESS_TIMING=str(timing_file),
         HARNESS_RESULTS=str(tmp / "results"),
         HARNESS_ARTIFACTS=str(tmp / "artifacts"),
         PYTHONPATH=str(REPO),
     )
-    from harness import trace
+    from harness import timing
 
     t0 = time.time()
     make = subprocess.Popen(
@@ -145,7 +145,7 @@ def harness_start(tmp: Path, timeout_s: float) -> dict[str, float]:
     harness_pid = None
     try:
         while time.time() - t0 < timeout_s:
-            marks = trace.read(trace_file)
+            marks = timing.read(timing_file)
             if marks:
                 harness_pid = int(marks[0]["pid"])
             if any(m["event"] == "first_request" for m in marks):

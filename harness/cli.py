@@ -88,16 +88,32 @@ def run(
     backend: Annotated[
         str, typer.Option("--backend", help="Where processes run: local, docker, or auto (docker when available).")
     ] = "auto",
+    eval_only: Annotated[
+        bool, typer.Option("--eval-only", help="No training: evaluate the model (or --checkpoint) once.")
+    ] = False,
+    checkpoint: Annotated[
+        Path | None, typer.Option("--checkpoint", help="With --eval-only: a checkpoint folder to evaluate.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Evaluate only the first N tasks (overrides the spec).")
+    ] = None,
+    trials: Annotated[
+        int | None, typer.Option("--trials", min=1, help="Samples per task, for pass^k (overrides the spec).")
+    ] = None,
 ) -> None:
     """Train then evaluate a benchmark profile and append the results row(s)."""
-    from harness import trace
+    from harness import timing
 
-    trace.mark("cli")
+    timing.mark("cli")
     from harness.runner import Runner, RunOptions
     from harness.spec import load_spec
 
     if data_mirror is not None and not data_mirror.is_dir():
         raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
+    if checkpoint is not None and not eval_only:
+        raise HarnessError("--checkpoint needs --eval-only (a trained run starts from the spec's model)")
+    if checkpoint is not None and not (checkpoint / "config.json").is_file():
+        raise HarnessError(f"--checkpoint {checkpoint}: not a checkpoint folder (no config.json)")
     from harness.benchmark import spec_path
 
     spec = load_spec(spec_path(benchmark), profile)
@@ -117,6 +133,10 @@ def run(
             data_mirror=data_mirror,
             skip_baseline=skip_baseline,
             backend=chosen,
+            eval_only=eval_only,
+            checkpoint=checkpoint.resolve() if checkpoint else None,
+            limit=limit,
+            trials=trials,
         )
         rows.append(Runner(opts, console).run())
     if len(rows) > 1:

@@ -154,18 +154,18 @@ def test_overhead_and_report_from_passes() -> None:
     assert eval_throughput.rotated(["a", "b", "c"], 1) == ["b", "c", "a"]
 
 
-def test_stage_durations_from_trace_marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import trace
+def test_stage_durations_from_timing_marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import timing
 
-    path = tmp_path / "trace.jsonl"
-    monkeypatch.setenv(trace.TRACE_ENV, str(path))
+    path = tmp_path / "timing.jsonl"
+    monkeypatch.setenv(timing.TIMING_ENV, str(path))
     for event in ("cli", "model_ready", "server_launched", "setup_done", "tools_ready", "server_ready"):
-        trace.mark(event)
-    trace.mark("first_request")
-    trace.mark("first_request")  # only the first one counts
+        timing.mark(event)
+    timing.mark("first_request")
+    timing.mark("first_request")  # only the first one counts
     with path.open("a") as f:
         f.write('{"event": "cut by a cra')
-    marks = trace.read(path)
+    marks = timing.read(path)
     assert [m["event"] for m in marks][-2:] == ["first_request", "first_request"]
     t0 = marks[0]["t"] - 1.5
     d = startup.stage_durations(marks, t0)

@@ -1,9 +1,9 @@
 """Timestamped marks of a run's progress, for start-up profiling (``bench/startup.py``).
 
-With ``HARNESS_TRACE=<file>`` set, :func:`mark` appends one JSON line per event (``event``, wall-clock ``t``,
+With ``HARNESS_TIMING=<file>`` set, :func:`mark` appends one JSON line per event (``event``, wall-clock ``t``,
 ``pid`` and any fields given); without it, marks cost one environment lookup. Events of a run, in order: ``cli``
-(the command line parsed, imports done), ``model_ready``, ``server_launched``, ``setup_done``, ``server_ready``,
-``tools_ready``, ``first_request`` (the first chat request leaves for the model server).
+(the command line parsed, imports done), ``model_ready``, ``server_launched``, ``setup_done``, ``tools_ready``,
+``server_ready``, ``first_request`` (the first chat request leaves for the model server).
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-TRACE_ENV = "HARNESS_TRACE"
+TIMING_ENV = "HARNESS_TIMING"
 
 
 def enabled() -> bool:
-    return bool(os.environ.get(TRACE_ENV))
+    return bool(os.environ.get(TIMING_ENV))
 
 
 def mark(event: str, **fields: Any) -> None:
     """Append ``event`` with the current time to the trace file, when tracing is on."""
-    path = os.environ.get(TRACE_ENV)
+    path = os.environ.get(TIMING_ENV)
     if not path:
         return
     line = json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **fields})
