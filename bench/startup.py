@@ -152,6 +152,8 @@ def harness_start(tmp: Path, timeout_s: float) -> dict[str, float]:
                 return stage_durations(marks, t0)
             if make.poll() is not None:
                 tail = (tmp / "make.log").read_text()[-2000:]
+                for log in sorted((tmp / "artifacts").glob("runs/*/server-*.log")):  # gone with the temp folder
+                    tail += f"\n{log.name}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:])
                 raise RuntimeError(f"make bench-math exited with {make.returncode} before a rollout:\n{tail}")
             time.sleep(0.05)
         raise RuntimeError(f"no rollout request within {timeout_s:.0f} s")
