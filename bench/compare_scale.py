@@ -27,6 +27,7 @@ Run: ``python bench/compare_scale.py`` (``--runs``/``--tasks`` to change the siz
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -166,6 +167,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--tasks", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="compare-scale-") as tmp:
@@ -219,15 +221,19 @@ def main() -> None:
         )
         print(f"{'scenario':38} {'ours first':>10} {'ours best':>10} {'pandas best':>12} {'ratio':>7}")
         worst = 0.0
+        figures: dict[str, dict[str, float]] = {}
         for name, ours, baseline in scenarios:
             first, best = timed(ours, args.repeat)
             _, base = timed(baseline, args.repeat)
             worst = max(worst, best)
+            figures[name] = {"first_s": first, "best_s": best, "pandas_best_s": base}
             print(f"{name:38} {first:10.3f} {best:10.3f} {base:12.3f} {best / base:7.2f}x")
         print(
             f"slowest scenario (best of {args.repeat}): {worst:.3f} s"
             f" -> target < 1 s: {'met' if worst < 1 else 'MISSED'}"
         )
+        if args.json:
+            args.json.write_text(json.dumps({"runs": len(rows), "slowest_s": worst, "scenarios": figures}, indent=2))
 
 
 if __name__ == "__main__":

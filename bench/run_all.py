@@ -1,53 +1,159 @@
 """Run every benchmark script and write a Markdown summary to ``bench/results/<UTC timestamp>.md``.
 
-Each script prints its own figures as ratios against a baseline measured in the same run; this collects their
-output with the machine's core count and CPU model, since absolute times are only comparable on one machine.
+Each script prints its own figures as ratios against a baseline measured in the same run and writes its key
+figures as JSON (``--json``); this collects both, with the machine's core count, CPU model and load, since
+absolute times are only comparable on one machine. The summary opens with one line per target.
+
+Run: ``python bench/run_all.py [script.py ...]`` (default: all of them; ``make bench``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-from harness.provenance import cpu_model, git_state
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["tool_overhead.py", "compare_scale.py", "eval_throughput.py"]
+sys.path.insert(0, str(HERE.parent))
+
+SCRIPTS = ["tool_overhead.py", "compare_scale.py", "startup.py", "eval_throughput.py"]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One target: what was measured against which goal."""
+
+    figure: str
+    measured: str
+    target: str
+    met: bool
+
+
+def _tool(f: dict[str, Any]) -> Headline:
+    r = float(f["ratio"])
+    return Headline("tool overhead per rollout, pooled / seed (median)", f"{r:.3f}", "<= 0.100", r <= 0.1)
+
+
+def _compare(f: dict[str, Any]) -> Headline:
+    s = float(f["slowest_s"])
+    return Headline(f"compare / load over {f['runs']} runs, slowest scenario", f"{s:.3f} s", "< 1 s", s < 1)
+
+
+def _startup(f: dict[str, Any]) -> Headline:
+    t = statistics.median(f["harness_to_first_request_s"])
+    v = statistics.median(f["vllm_ready_s"])
+    parts = [f"bare vLLM start alone {v:.1f} s"]
+    if "harness_own_s" in f:
+        parts.insert(0, f"harness's own part {statistics.median(f['harness_own_s']):.1f} s")
+    return Headline(
+        "warm make bench-math to first rollout (median)",
+        f"{t:.1f} s ({'; '.join(parts)})",
+        "< 20 s",
+        t < 20,
+    )
+
+
+def _eval(f: dict[str, Any]) -> Headline:
+    o = float(f["overhead_rollouts_median"])
+    measured = f"vLLM: {o:.1%} over the rollouts, {float(f['overhead_median']):.1%} with the calculator's start"
+    if "stub" in f:
+        stub = f["stub"]
+        measured += (
+            f"; fixed-latency stub ({stub['latency_s']:g} s): {float(stub['overhead_rollouts_median']):.1%}, "
+            f"{float(stub['overhead_median']):.1%}"
+        )
+    return Headline(
+        f"harness overhead vs raw replay, concurrency {f['concurrency']} (median)", measured, "<= 5%", o <= 0.05
+    )
+
+
+HEADLINES: dict[str, Callable[[dict[str, Any]], Headline]] = {
+    "tool_overhead.py": _tool,
+    "compare_scale.py": _compare,
+    "startup.py": _startup,
+    "eval_throughput.py": _eval,
+}
+
+
+@dataclass
+class ScriptRun:
+    script: str
+    wall_s: float
+    stdout: str
+    returncode: int = 0
+    stderr_tail: str = ""
+    figures: dict[str, Any] | None = None
+
+
+def summary_markdown(stamp: str, machine: list[str], runs: list[ScriptRun]) -> str:
+    """The summary document: machine, one line per target, then each script's own output."""
+    lines = [f"# Benchmarks {stamp}", "", *[f"- {m}" for m in machine], "", "| figure | measured | target | |"]
+    lines.append("| --- | --- | --- | --- |")
+    for run in runs:
+        make = HEADLINES.get(run.script)
+        if run.returncode != 0 or run.figures is None or make is None:
+            lines.append(f"| {run.script} | failed (exit {run.returncode}) | | |")
+            continue
+        h = make(run.figures)
+        lines.append(f"| {h.figure} | {h.measured} | {h.target} | {'met' if h.met else 'missed'} |")
+    lines.append("")
+    for run in runs:
+        body = run.stdout.strip() or "(no output)"
+        if run.returncode != 0:
+            body += f"\n\nexit code {run.returncode}:\n{run.stderr_tail}"
+        lines += [f"## {run.script} ({run.wall_s:.0f} s)", "", "```", body, "```", ""]
+    return "\n".join(lines)
+
+
+def machine_lines() -> list[str]:
+    from harness.provenance import cpu_model, git_state
+
+    commit, dirty = git_state()
+    load = os.getloadavg()
+    return [
+        f"machine: {os.cpu_count()} cores, {cpu_model()}",
+        f"load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min)",
+        f"commit: {commit}{' (dirty)' if dirty else ''}",
+    ]
+
+
+def run_script(script: str, tmp: Path) -> ScriptRun:
+    print(f"== {script}", flush=True)
+    out = tmp / (script + ".json")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, str(HERE / script), "--json", str(out)], capture_output=True, text=True)
+    run = ScriptRun(script, time.monotonic() - start, proc.stdout, proc.returncode)
+    print(proc.stdout.strip(), flush=True)
+    if proc.returncode != 0:
+        run.stderr_tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        print(run.stderr_tail, flush=True)
+    elif out.exists():
+        run.figures = json.loads(out.read_text())
+    return run
 
 
 def main() -> int:
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
-    commit, dirty = git_state()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    lines = [
-        f"# Benchmarks {stamp}",
-        "",
-        f"- machine: {os.cpu_count()} cores, {cpu_model()}",
-        f"- commit: {commit}{' (dirty)' if dirty else ''}",
-        "",
-    ]
-    failed = 0
-    for script in sys.argv[1:] or SCRIPTS:
-        print(f"== {script}", flush=True)
-        start = time.monotonic()
-        proc = subprocess.run([sys.executable, str(HERE / script)], capture_output=True, text=True)
-        wall = time.monotonic() - start
-        body = proc.stdout.strip() or "(no output)"
-        print(body, flush=True)
-        if proc.returncode != 0:
-            failed += 1
-            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-            body += f"\n\nexit code {proc.returncode}:\n{tail}"
-        lines += [f"## {script} ({wall:.0f} s)", "", "```", body, "```", ""]
+    machine = machine_lines()
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        runs = [run_script(s, Path(tmp)) for s in sys.argv[1:] or SCRIPTS]
+    load = os.getloadavg()
+    machine.insert(2, f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
     path = out_dir / f"{stamp}.md"
-    path.write_text("\n".join(lines))
+    path.write_text(summary_markdown(stamp, machine, runs))
     print(f"summary: {path}")
-    return 1 if failed else 0
+    return 1 if any(r.returncode for r in runs) else 0
 
 
 if __name__ == "__main__":

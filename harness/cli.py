@@ -111,6 +111,9 @@ def run(
     ] = None,
 ) -> None:
     """Train then evaluate a benchmark profile and append the results row(s)."""
+    from harness import timing
+
+    timing.mark("cli")
     from harness.runner import Runner, RunOptions
     from harness.spec import load_spec
 

@@ -15,13 +15,14 @@ import dataclasses
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from harness import timing
 from harness.benchmark import Benchmark, Episode, RolloutContext, SimulatorContext, Task
 from harness.tracing import TraceStore, TracingTransport, rollout_scope
 
@@ -160,8 +161,13 @@ async def evaluate(
     settings: EvalSettings,
     out_path: Path,
     on_done: Callable[[Episode], None] | None = None,
+    ready: Callable[[], Awaitable[None]] | None = None,
 ) -> list[Episode]:
-    """Run every (task, sample) once, ``settings.concurrency`` at a time; append each record as it finishes."""
+    """Run every (task, sample) once, ``settings.concurrency`` at a time; append each record as it finishes.
+
+    ``ready`` is awaited after the benchmark's resources (e.g. the tool server) are up and before the first
+    rollout: the model server can finish starting meanwhile.
+    """
     import openai
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +187,15 @@ async def evaluate(
                 log.append(json.loads(request.content))
 
         hooks["request"] = [record]
+    if timing.enabled():
+        first = [True]
+
+        async def mark_first(request: httpx.Request) -> None:
+            if first[0] and request.url.path.endswith("/chat/completions"):
+                first[0] = False
+                timing.mark("first_request")
+
+        hooks.setdefault("request", []).append(mark_first)
     limits = httpx.Limits(max_connections=settings.concurrency * 2)
     transport: httpx.AsyncBaseTransport | None = None
     if settings.trace is not None:
@@ -221,6 +236,9 @@ async def evaluate(
 
         try:
             async with bench.resources() as resources:
+                timing.mark("tools_ready")
+                if ready is not None:
+                    await ready()
                 await asyncio.gather(*(worker(t, s, resources) for t, s in todo))
         finally:
             await client.close()

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from harness.data import sha256_file
+from harness.digests import cached_digest
 from harness.errors import ModelError
 from harness.paths import cache_dir
 from harness.spec import HubModel, LocalModel, ModelSpec, PypiGgufModel
@@ -35,17 +36,24 @@ def trl_chat_template(name: str) -> str:
 
 
 def checkpoint_hash(path: Path) -> str:
-    """sha256 over the checkpoint's weight and config files (names and contents), in sorted order."""
-    h = hashlib.sha256()
+    """sha256 over the checkpoint's weight and config files (names and contents), in sorted order.
+
+    Remembered while the files are unchanged (:mod:`harness.digests`), so a warm run does not re-read the weights.
+    """
     files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".safetensors", ".json", ".jinja"))
     if not any(p.suffix == ".safetensors" for p in files):
         raise ModelError(f"{path}: no .safetensors weights in checkpoint")
-    for p in files:
-        h.update(p.name.encode() + b"\0")
-        with p.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
+
+    def compute() -> str:
+        h = hashlib.sha256()
+        for p in files:
+            h.update(p.name.encode() + b"\0")
+            with p.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+        return h.hexdigest()
+
+    return cached_digest("checkpoint", files, compute)
 
 
 def _wheel_path(package: str) -> Path:
@@ -121,7 +129,8 @@ def prepare_model(model: ModelSpec) -> Path:
     if isinstance(model, HubModel):
         return _prepare_hub(model)
     gguf = _find_gguf(model)
-    key = f"{model.name}-{sha256_file(gguf)[:16]}-{model.chat_template}"
+    gguf_sha = cached_digest("sha256", [gguf], lambda: sha256_file(gguf))
+    key = f"{model.name}-{gguf_sha[:16]}-{model.chat_template}"
     out = cache_dir() / "models" / key
     if all((out / f).exists() for f in CHECKPOINT_FILES):
         return out

@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from harness import timing
 from harness.backends import get_backend
 from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
@@ -37,7 +38,7 @@ from harness.results.schema import INFRA_ERROR_KINDS, RunRow, TaskOutcome
 from harness.results.stats import pass_hat_k, wilson_interval
 from harness.results.store import ResultStore
 from harness.resume import check_same, find_run_dir, read_rollouts, read_state, write_state
-from harness.serving import serve
+from harness.serving import ModelServer, launch, serve
 from harness.spec import spec_hash
 from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
 from harness.tracing import TraceStore
@@ -161,6 +162,8 @@ class Runner:
             self.spec = self.spec.model_copy(update={"evaluation": evaluation})
         self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
         self.store = ResultStore(options.results_root)
+        self._started: dict[str, ModelServer] = {}
+        """Model servers launched ahead of their phase, by phase ("before", or "after" for an eval-only run)."""
 
     # -- phases -----------------------------------------------------------------------------------------------
 
@@ -253,12 +256,31 @@ class Runner:
     def _setup(self, state: RunState) -> tuple[Path, list[Task]]:
         spec = self.spec
         with self.console.status("fetching dataset and preparing the model"):
+            base_model = prepare_model(spec.model)
+            timing.mark("model_ready")
+            # The model server takes longest to start: the first evaluation's server boots while the data and the
+            # model are verified (and the tools start).
+            first: tuple[str, Path] | None = None
+            if self.options.eval_only:
+                first = ("after", self.options.checkpoint or base_model)
+            elif not self.options.skip_baseline:
+                first = ("before", base_model)
+            if first is not None:
+                phase, checkpoint = first
+                self._started[phase] = launch(
+                    checkpoint,
+                    spec.model.name,
+                    spec.serving,
+                    state.run_dir / f"server-{phase}.log",
+                    backend=self.backend,
+                    labels=self.labels,
+                )
+                timing.mark("server_launched")
             eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
             state.dataset[spec.evaluation.split] = eval_file.sha256
             if spec.training.split != spec.evaluation.split:
                 _, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
                 state.dataset[spec.training.split] = train_file.sha256
-            base_model = prepare_model(spec.model)
             state.model_hash_before = checkpoint_hash(base_model)
         if state.saved:
             where = state.run_dir / "run-state.json"
@@ -273,6 +295,7 @@ class Runner:
             f"(sha256 {eval_file.sha256[:12]}, from {eval_file.origin})"
         )
         self.console.print(f"  model: {spec.model.name} {state.model_hash_before[:12]} at {base_model}")
+        timing.mark("setup_done")
         return base_model, tasks
 
     def _start_simulator(self, state: RunState, stack: contextlib.ExitStack) -> tuple[str, str, str] | None:
@@ -321,11 +344,21 @@ class Runner:
                 name,
                 self.spec.serving,
                 state.run_dir / f"server-{phase}.log",
-                tick=lambda s: progress.update(bar, description=f"{label}: starting model server ({s:.0f} s)"),
                 backend=self.backend,
                 labels=self.labels,
+                started=self._started.pop(phase, None),
+                wait=False,
             ) as server:
-                progress.update(bar, description=f"{label}: rollouts")
+
+                async def ready() -> None:
+                    # Awaited once the tools are up: the server keeps starting while they start.
+                    await server.wait_ready_async(
+                        self.spec.serving.startup_timeout_s,
+                        tick=lambda s: progress.update(bar, description=f"{label}: starting model server ({s:.0f} s)"),
+                    )
+                    timing.mark("server_ready")
+                    progress.update(bar, description=f"{label}: rollouts")
+
                 settings = self._settings(server.endpoint.base_url, ev.temperature, ev.samples_per_task)
                 passed = [0]
 
@@ -334,7 +367,7 @@ class Runner:
                     progress.update(bar, advance=1, description=f"{label}: {passed[0]} passed")
 
                 episodes = asyncio.run(
-                    evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done)
+                    evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done, ready)
                 )
         state.episodes[phase] = episodes
         native = getattr(self.bench, "write_native_results", None)

@@ -6,6 +6,7 @@ group, or in a container. Its output goes to a log file that errors name.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -19,6 +20,8 @@ import httpx
 from harness.backends.base import Backend, Handle, LaunchSpec
 from harness.errors import ServingError
 from harness.spec import ServingSpec
+
+POLL_S = 0.25
 
 
 def free_port() -> int:
@@ -81,46 +84,65 @@ class ModelServer:
         self.handle = handle
         self.log_path = log_path
         self.endpoint = endpoint
+        self.launched_at = time.monotonic()
 
     def alive(self) -> bool:
         return self.handle.poll() is None
 
+    def _check(self, timeout_s: float) -> None:
+        code = self.handle.poll()
+        if code is not None:
+            raise ServingError(f"model server exited with code {code} while starting; see {self.log_path}")
+        if time.monotonic() - self.launched_at > timeout_s:
+            raise ServingError(f"model server not ready after {timeout_s:.0f} s; see {self.log_path}")
+
     def wait_ready(self, timeout_s: float, tick: Callable[[float], None] | None = None) -> None:
-        """Poll ``/v1/models`` until the server answers; fail fast when the process dies."""
-        deadline = time.monotonic() + timeout_s
+        """Poll ``/v1/models`` until the server answers, at most ``timeout_s`` after the launch; fail fast when the
+        process dies. ``tick`` gets the seconds since the launch."""
         url = self.endpoint.base_url.rstrip("/") + "/models"
-        start = time.monotonic()
-        while time.monotonic() < deadline:
-            code = self.handle.poll()
-            if code is not None:
-                raise ServingError(f"model server exited with code {code} while starting; see {self.log_path}")
+        while True:
+            self._check(timeout_s)
             try:
-                r = httpx.get(url, timeout=2.0)
-                if r.status_code == 200:
+                if httpx.get(url, timeout=2.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             if tick is not None:
-                tick(time.monotonic() - start)
-            time.sleep(0.5)
-        raise ServingError(f"model server not ready after {timeout_s:.0f} s; see {self.log_path}")
+                tick(time.monotonic() - self.launched_at)
+            time.sleep(POLL_S)
+
+    async def wait_ready_async(self, timeout_s: float, tick: Callable[[float], None] | None = None) -> None:
+        """:meth:`wait_ready` on an event loop (cancellable), so other set-up can run while the server starts."""
+        url = self.endpoint.base_url.rstrip("/") + "/models"
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            while True:
+                self._check(timeout_s)
+                try:
+                    if (await client.get(url)).status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if tick is not None:
+                    tick(time.monotonic() - self.launched_at)
+                await asyncio.sleep(POLL_S)
 
     def stop(self, grace_s: float = 10.0) -> None:
         self.handle.stop(grace_s)
 
 
-@contextlib.contextmanager
-def serve(
+def launch(
     checkpoint: Path,
     name: str,
     serving: ServingSpec,
     log_path: Path,
-    tick: Callable[[float], None] | None = None,
     port: int | None = None,
     backend: Backend | None = None,
     labels: dict[str, str] | None = None,
-) -> Iterator[ModelServer]:
-    """Serve ``checkpoint`` under ``name`` for the duration of the block (locally unless a backend is given)."""
+) -> ModelServer:
+    """Start serving ``checkpoint`` under ``name`` and return at once (see :meth:`ModelServer.wait_ready`).
+
+    The caller stops it (:func:`serve` does); the backend's ``close`` stops it in any case.
+    """
     if backend is None:
         from harness.backends import get_backend
 
@@ -139,9 +161,32 @@ def serve(
             labels=labels or {},
         )
     )
-    server = ModelServer(handle, log_path, endpoint)
+    return ModelServer(handle, log_path, endpoint)
+
+
+@contextlib.contextmanager
+def serve(
+    checkpoint: Path,
+    name: str,
+    serving: ServingSpec,
+    log_path: Path,
+    tick: Callable[[float], None] | None = None,
+    port: int | None = None,
+    backend: Backend | None = None,
+    labels: dict[str, str] | None = None,
+    started: ModelServer | None = None,
+    wait: bool = True,
+) -> Iterator[ModelServer]:
+    """Serve ``checkpoint`` under ``name`` for the duration of the block (locally unless a backend is given).
+
+    ``started``: a server :func:`launch` already started for this checkpoint (the block stops it). ``wait=False``
+    enters the block while the server may still be starting; the caller then awaits
+    :meth:`ModelServer.wait_ready_async` before its first request.
+    """
+    server = started or launch(checkpoint, name, serving, log_path, port, backend, labels)
     try:
-        server.wait_ready(serving.startup_timeout_s, tick)
+        if wait:
+            server.wait_ready(serving.startup_timeout_s, tick)
         yield server
     finally:
         server.stop()

@@ -45,13 +45,16 @@ def _tiny_tau2(dest: Path) -> None:
     (dest / "tau2" / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
 
 
-def _kill_user_simulator() -> int:
-    """SIGKILL the user simulator's server (API process and engine: its whole process group)."""
+def _kill_user_simulator(run_pid: int) -> int:
+    """SIGKILL this run's user-simulator server (API process and engine: its whole process group)."""
     killed = 0
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
+    for proc in psutil.Process(run_pid).children(recursive=True):
+        try:
+            cmd = " ".join(proc.cmdline())
+        except psutil.NoSuchProcess:
+            continue
         if "--served-model-name user-simulator-" in cmd:
-            os.killpg(os.getpgid(proc.info["pid"]), signal.SIGKILL)
+            os.killpg(os.getpgid(proc.pid), signal.SIGKILL)
             killed += 1
     return killed
 
@@ -75,13 +78,18 @@ def test_tau2_run_survives_a_dead_user_simulator(smoke_model: Path, tmp_path: Pa
     )
     lines: list[str] = []
     killed = threading.Event()
+    children: set[int] = set()
 
     def reader() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)
+            try:
+                children.update(c.pid for c in psutil.Process(proc.pid).children(recursive=True))
+            except psutil.NoSuchProcess:
+                pass
             if line.strip().startswith("trained ") and not killed.is_set():
-                assert _kill_user_simulator() >= 1
+                assert _kill_user_simulator(proc.pid) >= 1
                 killed.set()
 
     thread = threading.Thread(target=reader, daemon=True)
@@ -135,4 +143,5 @@ def test_tau2_run_survives_a_dead_user_simulator(smoke_model: Path, tmp_path: Pa
     )
     # no server is left behind
     time.sleep(2)
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "user-simulator-" in " ".join(p.info["cmdline"] or [])]
+    alive = [p for p in children if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert children and not alive, alive

@@ -1,0 +1,310 @@
+"""The bench scripts' own logic (no timings asserted): rollout grouping and replay against a small real HTTP
+server, overhead and summary arithmetic, start-up marks, and the digest cache the warm start relies on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.benchmark import load_module
+from support import REPO
+
+eval_throughput = load_module(REPO / "bench" / "eval_throughput.py", "bench_eval_throughput")
+startup = load_module(REPO / "bench" / "startup.py", "bench_startup")
+run_all = load_module(REPO / "bench" / "run_all.py", "bench_run_all")
+
+
+def _turns(prompt: str, seed: int, n: int) -> list[dict[str, Any]]:
+    """The bodies an agent sends for one rollout of ``n`` turns: each re-sends the conversation so far."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "solve"}, {"role": "user", "content": prompt}]
+    bodies = []
+    for turn in range(n):
+        bodies.append({"model": "m", "messages": list(messages), "seed": seed, "max_tokens": 8, "temperature": 0})
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{turn}", "function": {"name": "calc"}}]},
+            {"role": "tool", "tool_call_id": f"c{turn}", "content": str(turn)},
+        ]
+    return bodies
+
+
+def _interleave(*rollouts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for i in range(max(len(r) for r in rollouts)):
+        out += [r[i] for r in rollouts if i < len(r)]
+    return out
+
+
+def test_group_rollouts_recovers_each_rollout_in_order() -> None:
+    a, b, c = _turns("2+2?", 0, 3), _turns("3*3?", 0, 1), _turns("2+2?", 1, 2)  # c: same task, another sample
+    groups = eval_throughput.group_rollouts(_interleave(a, b, c))
+    assert sorted(groups, key=len) == sorted([a, b, c], key=len)
+
+
+def test_group_rollouts_keeps_identical_rollouts_apart() -> None:
+    a, b = _turns("2+2?", 0, 2), _turns("2+2?", 0, 2)  # the same task twice with the same seed
+    groups = eval_throughput.group_rollouts(_interleave(a, b))
+    assert [len(g) for g in groups] == [2, 2]
+    assert all(len(g[0]["messages"]) < len(g[1]["messages"]) for g in groups)
+
+
+class _ChatServer:
+    """A real HTTP server that answers chat requests after a short delay and records what arrived when."""
+
+    def __init__(self) -> None:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.events: list[tuple[str, int, int]] = []  # (start|end, seed, number of messages)
+
+        async def chat(request: Request) -> JSONResponse:
+            body = json.loads(await request.body())
+            key = (body["seed"], len(body["messages"]))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.events.append(("start", *key))
+            await asyncio.sleep(0.01)
+            self.events.append(("end", *key))
+            self.in_flight -= 1
+            return JSONResponse({"choices": [], "usage": {"completion_tokens": len(body["messages"])}})
+
+        import uvicorn
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+
+        async def models(request: Request) -> JSONResponse:
+            return JSONResponse({"data": []})
+
+        app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models)])
+        self.server = uvicorn.Server(uvicorn.Config(app, port=self.port, log_level="error", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> _ChatServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            assert time.monotonic() < deadline, "test server did not start"
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def chat_server() -> Iterator[_ChatServer]:
+    with _ChatServer() as server:
+        yield server
+
+
+@pytest.mark.parametrize("chained", [True, False])
+def test_replay_sends_every_body_within_the_concurrency(chat_server: _ChatServer, chained: bool) -> None:
+    rollouts = [_turns(f"task {i}", i, 1 + i % 3) for i in range(6)]
+    sent, tokens = asyncio.run(
+        eval_throughput.replay(f"http://127.0.0.1:{chat_server.port}/v1", rollouts, concurrency=2, chained=chained)
+    )
+    bodies = [b for r in rollouts for b in r]
+    assert sent == len(bodies)
+    assert tokens == sum(len(b["messages"]) for b in bodies)
+    assert chat_server.max_in_flight <= 2
+    if chained:  # a rollout's next request leaves only after the previous one was answered
+        for seed, r in enumerate(rollouts):
+            mine = [e for e in chat_server.events if e[1] == seed]
+            assert mine == [(k, seed, len(b["messages"])) for b in r for k in ("start", "end")]
+    else:
+        assert chat_server.max_in_flight == 2
+
+
+def test_overhead_and_report_from_passes() -> None:
+    Pass = eval_throughput.Pass
+    passes = [
+        Pass("harness", 10.0, 40, 2.0, 400, rollouts_s=8.0),
+        Pass("raw-chained", 8.0, 40, 0.4, 400),
+        Pass("raw-flat", 5.0, 40, 0.4, 400),
+        Pass("harness", 12.0, 40, 2.0, 400, rollouts_s=10.0),
+        Pass("raw-chained", 10.0, 40, 0.4, 400),
+        Pass("raw-flat", 5.0, 40, 0.4, 400),
+    ]
+    s = eval_throughput.summarize(passes, tasks=20)
+    assert s["sides"]["harness"]["req_per_s"]["median"] == pytest.approx((4.0 + 40 / 12) / 2)
+    assert s["overhead_median"] == pytest.approx(1 - ((4.0 + 40 / 12) / 2) / ((5.0 + 4.0) / 2))
+    assert s["overhead_best"] == pytest.approx(1 - 4.0 / 5.0)
+    assert s["sides"]["harness"]["cpu_ms_per_request"] == pytest.approx(50.0)
+    assert s["sides"]["harness"]["tool_setup_s"] == pytest.approx(2.0)
+    assert s["overhead_rollouts_median"] == pytest.approx(1 - ((5.0 + 4.0) / 2) / ((5.0 + 4.0) / 2))
+    assert s["overhead_rollouts_best"] == pytest.approx(0.0)
+    text = eval_throughput.report(s, 20, 1, 8, 40, "a stub")
+    assert "harness overhead" in text and "raw-flat" in text
+    assert eval_throughput.rotated(["a", "b", "c"], 1) == ["b", "c", "a"]
+
+
+def test_stage_durations_from_timing_marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import timing
+
+    path = tmp_path / "timing.jsonl"
+    monkeypatch.setenv(timing.TIMING_ENV, str(path))
+    for event in ("cli", "model_ready", "server_launched", "setup_done", "tools_ready", "server_ready"):
+        timing.mark(event)
+    timing.mark("first_request")
+    timing.mark("first_request")  # only the first one counts
+    with path.open("a") as f:
+        f.write('{"event": "cut by a cra')
+    marks = timing.read(path)
+    assert [m["event"] for m in marks][-2:] == ["first_request", "first_request"]
+    t0 = marks[0]["t"] - 1.5
+    d = startup.stage_durations(marks, t0)
+    assert list(d) == [e for e, _ in startup.STAGES] + ["total"]
+    assert d["cli"] == pytest.approx(1.5)
+    assert d["total"] == pytest.approx(sum(v for k, v in d.items() if k != "total"))
+    assert startup.stage_durations([], t0) == {}
+    assert startup.own_critical_path(d) == pytest.approx(
+        d["total"] - d["setup_done"] - d["tools_ready"] - d["server_ready"]
+    )
+
+
+def test_summary_markdown_one_line_per_target() -> None:
+    runs = [
+        run_all.ScriptRun("tool_overhead.py", 30, "tool out", figures={"ratio": 0.04}),
+        run_all.ScriptRun("compare_scale.py", 20, "compare out", figures={"runs": 1000, "slowest_s": 1.4}),
+        run_all.ScriptRun(
+            "startup.py", 200, "startup out", figures={"harness_to_first_request_s": [50, 60], "vllm_ready_s": [45, 55]}
+        ),
+        run_all.ScriptRun(
+            "startup.py",
+            200,
+            "",
+            figures={"harness_to_first_request_s": [50], "vllm_ready_s": [45], "harness_own_s": [2.0]},
+        ),
+        run_all.ScriptRun("eval_throughput.py", 900, "", returncode=1, stderr_tail="Traceback: boom"),
+    ]
+    text = run_all.summary_markdown("20250101T000000Z", ["machine: 2 cores, test CPU"], runs)
+    assert "- machine: 2 cores, test CPU" in text
+    assert "| tool overhead per rollout, pooled / seed (median) | 0.040 | <= 0.100 | met |" in text
+    assert "| 1.400 s | < 1 s | missed |" in text
+    assert "55.0 s (bare vLLM start alone 50.0 s) | < 20 s | missed |" in text
+    assert "50.0 s (harness's own part 2.0 s; bare vLLM start alone 45.0 s) |" in text
+    assert "| eval_throughput.py | failed (exit 1) |" in text
+    assert "Traceback: boom" in text and "## startup.py (200 s)" in text
+    h = run_all.HEADLINES["eval_throughput.py"](
+        {"concurrency": 8, "overhead_rollouts_median": 0.03, "overhead_median": 0.09}
+    )
+    assert h.met and h.measured == "vLLM: 3.0% over the rollouts, 9.0% with the calculator's start"
+    stub = {"latency_s": 2.0, "overhead_rollouts_median": 0.01, "overhead_median": 0.04}
+    h = run_all.HEADLINES["eval_throughput.py"](
+        {"concurrency": 8, "overhead_rollouts_median": 0.03, "overhead_median": 0.09, "stub": stub}
+    )
+    assert h.measured.endswith("; fixed-latency stub (2 s): 1.0%, 4.0%")
+
+
+def test_digest_is_reused_only_while_files_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import digests
+
+    store = tmp_path / "digests.json"
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"a" * 100)
+    calls: list[int] = []
+
+    def compute() -> str:
+        calls.append(1)
+        return f"digest-{weights.read_bytes()[:1].decode()}-{len(calls)}"
+
+    # Files written moments ago are not remembered (a second edit in the same timestamp tick could go unseen).
+    assert digests.cached_digest("k", [weights], compute, store) == "digest-a-1"
+    assert digests.cached_digest("k", [weights], compute, store) == "digest-a-2"
+    monkeypatch.setattr(digests, "RACY_S", 0.0)
+    first = digests.cached_digest("k", [weights], compute, store)
+    assert digests.cached_digest("k", [weights], compute, store) == first  # remembered
+    assert len(calls) == 3
+    weights.write_bytes(b"b" * 100)  # same size, new content
+    assert digests.cached_digest("k", [weights], compute, store) == "digest-b-4"
+    assert digests.cached_digest("other", [weights], compute, store) == "digest-b-5"  # kinds are separate
+    weights.unlink()
+    other = tmp_path / "other.bin"
+    other.write_bytes(b"c")
+    digests.cached_digest("k", [other], lambda: "x", store)
+    assert list(json.loads(store.read_text())) == [f"k:{other.resolve()}"]  # entries of deleted files dropped
+
+
+def test_checkpoint_hash_is_the_content_hash_with_or_without_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness import digests
+    from harness.models import checkpoint_hash
+
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(digests, "RACY_S", 0.0)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "model.safetensors").write_bytes(b"w" * 1000)
+    cold = checkpoint_hash(ckpt)
+    assert (tmp_path / "cache" / digests.DIGESTS_FILE).exists()
+    assert checkpoint_hash(ckpt) == cold
+    (ckpt / "model.safetensors").write_bytes(b"v" * 1000)
+    assert checkpoint_hash(ckpt) != cold
+
+
+def test_wait_ready_async_fails_fast_when_the_server_dies(tmp_path: Path) -> None:
+    from harness.backends.local import LocalHandle
+    from harness.errors import ServingError
+    from harness.serving import Endpoint, ModelServer
+
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], text=True)
+    server = ModelServer(LocalHandle(proc, None), tmp_path / "server.log", Endpoint("http://127.0.0.1:9/v1", "m"))
+    proc.wait()
+    with pytest.raises(ServingError, match="exited with code 3"):
+        asyncio.run(server.wait_ready_async(60))
+
+
+def test_wait_ready_async_returns_once_the_server_answers(chat_server: _ChatServer, tmp_path: Path) -> None:
+    from harness.backends.local import LocalHandle
+    from harness.serving import Endpoint, ModelServer
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True, text=True)
+    handle = LocalHandle(proc, None)
+    try:
+        server = ModelServer(handle, tmp_path / "log", Endpoint(f"http://127.0.0.1:{chat_server.port}/v1", "m"))
+        ticks: list[float] = []
+        asyncio.run(server.wait_ready_async(60, ticks.append))
+        assert ticks == []  # answered on the first poll
+    finally:
+        handle.stop(grace_s=1)
+    assert proc.poll() is not None
+
+
+def test_vllm_timeline_from_log_stamps() -> None:
+    import calendar
+
+    log = "\n".join(
+        [
+            "(APIServer pid=1) INFO 12-02 16:56:41 [api_utils.py:347] version 0.32.0",
+            "(APIServer pid=1) INFO 12-02 16:57:01 [model.py:733] Resolved architecture: LlamaForCausalLM",
+            "(EngineCore pid=2) INFO 12-02 16:57:22 [core.py:133] Initializing a V1 LLM engine",
+            "(Worker pid=3) INFO 12-02 16:57:43 [default_loader.py:501] Loading weights took 0.77 seconds",
+            "(EngineCore pid=2) INFO 12-02 16:57:48 [core.py:402] init engine (profile, warmup model) took 2.54 s",
+            "(APIServer pid=1) INFO 12-02 16:57:51 [entry.py:140] Starting vLLM server on http://127.0.0.1:1",
+        ]
+    )
+    launched = calendar.timegm((2026, 12, 2, 16, 56, 11, 0, 0, 0))
+    timeline = startup.vllm_timeline(log, launched)
+    assert [at for at, _ in timeline] == [30, 50, 71, 92, 92, 97, 100]
+    assert startup.vllm_log_phases(log) == [
+        "Loading weights took 0.77 seconds",
+        "init engine (profile, warmup model) took 2.54 s",
+    ]
