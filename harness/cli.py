@@ -88,6 +88,13 @@ def run(
     backend: Annotated[
         str, typer.Option("--backend", help="Where processes run: local, docker, or auto (docker when available).")
     ] = "auto",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="Ray cluster for the verl engine (default: RAY_ADDRESS, else a local head on this machine).",
+        ),
+    ] = None,
 ) -> None:
     """Train then evaluate a benchmark profile and append the results row(s)."""
     from harness.runner import Runner, RunOptions
@@ -114,6 +121,7 @@ def run(
             data_mirror=data_mirror,
             skip_baseline=skip_baseline,
             backend=chosen,
+            ray_address=ray_address,
         )
         rows.append(Runner(opts, console).run())
     if len(rows) > 1:

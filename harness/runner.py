@@ -52,6 +52,8 @@ class RunOptions:
     skip_baseline: bool = False
     backend: str = "local"
     results_root: Path | None = None
+    ray_address: str | None = None
+    """A Ray cluster for engines that train on one (verl); None: ``RAY_ADDRESS`` or a local head."""
 
 
 @dataclass
@@ -266,6 +268,7 @@ class Runner:
                     on_progress=on_progress,
                     backend=self.backend,
                     labels=self.labels,
+                    ray_address=self.options.ray_address,
                 )
             )
         state.train_steps = result.steps
