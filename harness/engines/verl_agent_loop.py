@@ -75,9 +75,18 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
         )
         request_id = uuid.uuid4().hex
         server = self.server_manager
+        # The rollout servers tag each output (e.g. the weight version it was generated with: min/max_global_steps);
+        # VERL's trainer reads these tags, so keep the first call's and the latest max_global_steps, as its own
+        # tool agent loop does.
+        server_fields: dict[str, Any] = {}
 
         async def generate(prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float] | None]:
             out = await server.generate(request_id=request_id, prompt_ids=prompt_ids, sampling_params=dict(params))
+            fields = dict(getattr(out, "extra_fields", None) or {})
+            if not server_fields:
+                server_fields.update(fields)
+            elif fields.get("max_global_steps") is not None:
+                server_fields["max_global_steps"] = fields["max_global_steps"]
             return list(out.token_ids), (list(out.log_probs) if getattr(out, "log_probs", None) else None)
 
         response_length = int(self.rollout_config.response_length)
@@ -128,6 +137,7 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
             num_turns=len(trajectory.messages),
             metrics={"generate_sequences": sum(c.latency_s for c in trajectory.calls)},
             extra_fields={
+                **server_fields,
                 "reward_extra_info": {"acc": float(result.passed)},
                 "llm_calls": summary["llm_calls"],
                 "turn_scores": [],
