@@ -217,10 +217,10 @@ def verl_run_config(
             }
         },
     }
-    if val_file is None:
-        harness["trainer"]["val_before_train"] = False
-        harness["trainer"]["test_freq"] = -1
     merged = _deep_merge(harness, spec_keys)
+    if val_file is None:  # no validation split: nothing to validate on, whatever the seed's schedule says
+        merged["trainer"]["val_before_train"] = False
+        merged["trainer"]["test_freq"] = -1
     # The spec's logger list cannot drop the file logger the harness reads its step metrics from.
     loggers = list(_dotted(merged, "trainer.logger") or [])
     if "file" not in loggers:
