@@ -4,14 +4,11 @@
 #   scripts/gpu-wheels.sh OUT_DIR [WHEEL_DIR]
 #
 # Downloads the exact pins of docker/requirements/gpu-h200.txt (and the calculator's own set,
-# gpu-h200-calculator.txt) as CPython 3.12 manylinux x86_64 wheels into WHEEL_DIR (default OUT_DIR/wheels; files
-# already there are reused), builds a wheel from each pin that PyPI ships only as an sdist, and writes one tar of
-# `wheels/` and `calculator-wheels/`, split into OUT_DIR/part_00, part_01, ... of at most PART_MIB MiB (default 57)
-# each, with OUT_DIR/SHA256SUMS. On the GPU machine:
-#
-#   cat part_* | tar xf - -C /tmp
-#   python3 -m pip install --no-index --no-deps --target /tmp/site /tmp/wheels/*.whl
-#   python3 -m pip install --no-index --no-deps --target /tmp/calculator-site /tmp/calculator-wheels/*.whl
+# gpu-h200-calculator.txt, and the model converter's, gpu-h200-convert.txt) as CPython 3.12 manylinux x86_64
+# wheels into WHEEL_DIR (default OUT_DIR/wheels; files already there are reused), builds a wheel from each pin
+# that PyPI ships only as an sdist, and writes one tar of `wheels/`, `calculator-wheels/` and `convert-wheels/`,
+# split into OUT_DIR/part_00, part_01, ... of at most PART_MIB MiB (default 57) each, with OUT_DIR/SHA256SUMS.
+# Copy the parts and SHA256SUMS to the GPU machine, then `scripts/gpu-install.sh PARTS_DIR PREFIX` there.
 set -euo pipefail
 
 usage() { echo "usage: $0 OUT_DIR [WHEEL_DIR]" >&2; exit 2; }
@@ -21,12 +18,13 @@ wheels=${2:-$out/wheels}
 here=$(cd "$(dirname "$0")/.." && pwd)
 pins=$here/docker/requirements/gpu-h200.txt
 calc_pins=$here/docker/requirements/gpu-h200-calculator.txt
+convert_pins=$here/docker/requirements/gpu-h200-convert.txt
 part_mib=${PART_MIB:-57}
 python=${PYTHON:-python3}
 # Pins that PyPI has only as source distributions: built into wheels here (pure Python, so any platform).
 sdists=(antlr4-python3-runtime)
 
-for f in "$pins" "$calc_pins"; do [ -f "$f" ] || { echo "missing $f" >&2; exit 2; }; done
+for f in "$pins" "$calc_pins" "$convert_pins"; do [ -f "$f" ] || { echo "missing $f" >&2; exit 2; }; done
 mkdir -p "$out" "$wheels"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -58,9 +56,11 @@ download() {  # download REQUIREMENTS DEST
 download "$pins" "$wheels"
 mkdir -p "$wheels/calculator"
 download "$calc_pins" "$wheels/calculator"
+mkdir -p "$wheels/convert"
+download "$convert_pins" "$wheels/convert"
 
 # Exactly the pinned files go into the tar (the download folder may hold other versions from earlier runs).
-mkdir -p "$stage/pack/wheels" "$stage/pack/calculator-wheels"
+mkdir -p "$stage/pack/wheels" "$stage/pack/calculator-wheels" "$stage/pack/convert-wheels"
 pick() {  # pick REQUIREMENTS SRC DEST
   local name version norm f found
   while IFS= read -r line; do
@@ -71,9 +71,10 @@ pick() {  # pick REQUIREMENTS SRC DEST
     version=${line##*==}
     norm=$(echo "$name" | tr 'A-Z-.' 'a-z__')
     found=
+    # one file per pin, even where the folder holds builds for several platform tags
     for f in "$2"/*.whl; do
       case "$(basename "$f" | tr 'A-Z' 'a-z')" in
-        "$norm-$version-"*) ln "$f" "$3/" 2>/dev/null || cp "$f" "$3/"; found=1 ;;
+        "$norm-$version-"*) ln "$f" "$3/" 2>/dev/null || cp "$f" "$3/"; found=1; break ;;
       esac
     done
     [ -n "$found" ] || { echo "no wheel for $line in $2" >&2; exit 1; }
@@ -81,9 +82,10 @@ pick() {  # pick REQUIREMENTS SRC DEST
 }
 pick "$pins" "$wheels" "$stage/pack/wheels"
 pick "$calc_pins" "$wheels/calculator" "$stage/pack/calculator-wheels"
+pick "$convert_pins" "$wheels/convert" "$stage/pack/convert-wheels"
 
 rm -f "$out"/part_*
-tar cf - -C "$stage/pack" wheels calculator-wheels | split -b "${part_mib}m" -d -a 2 - "$out/part_"
+tar cf - -C "$stage/pack" wheels calculator-wheels convert-wheels | split -b "${part_mib}m" -d -a 2 - "$out/part_"
 (cd "$out" && sha256sum part_* > SHA256SUMS)
 n=$(ls "$stage/pack/wheels" | wc -l)
 c=$(ls "$stage/pack/calculator-wheels" | wc -l)
