@@ -89,5 +89,6 @@ tar cf - -C "$stage/pack" wheels calculator-wheels convert-wheels | split -b "${
 (cd "$out" && sha256sum part_* > SHA256SUMS)
 n=$(ls "$stage/pack/wheels" | wc -l)
 c=$(ls "$stage/pack/calculator-wheels" | wc -l)
+v=$(ls "$stage/pack/convert-wheels" | wc -l)
 size=$(du -cm "$out"/part_* | tail -1 | cut -f1)
-echo "$n wheels + $c calculator wheels, ${size} MiB in $(ls "$out"/part_* | wc -l) parts of at most ${part_mib} MiB: $out"
+echo "$n wheels + $c calculator + $v conversion wheels, ${size} MiB in $(ls "$out"/part_* | wc -l) parts of at most ${part_mib} MiB: $out"

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -241,59 +243,65 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_rollouts_on_a_multi_worker_ray_cluster(smoke_model: Path, mirror: Path, tmp_path: Path) -> None:
+def test_rollouts_on_a_multi_worker_ray_cluster(
+    smoke_model: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A Ray head started here (as `ray start` on a cluster's head node), joined by address; two rollout workers
     run the agent with the real model and the real calculator and return trainable traces."""
     pytest.importorskip("ray")
     from harness.data import load_split
     from harness.engines.verl_ray import cluster_rollouts
 
+    # A throw-away cluster on this machine: no token authentication (the head and this driver share no token file).
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray kills workers when the machine's memory is nearly full, whoever fills it; the two workers need ~2 GB.
+    monkeypatch.setenv("RAY_memory_monitor_refresh_ms", "0")
     port = _free_port()
     ray_bin = Path(sys.executable).with_name("ray")
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    head = subprocess.Popen(
-        [
-            str(ray_bin),
-            "start",
-            "--head",
-            "--block",
-            f"--port={port}",
-            "--num-cpus=2",
-            "--include-dashboard=false",
-            f"--temp-dir={tmp_path / 'ray'}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
+    temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # Ray's socket paths must stay short
+    log = tmp_path / "ray-head.log"
+    with log.open("w") as out:
+        head = subprocess.Popen(
+            [
+                str(ray_bin),
+                "start",
+                "--head",
+                "--block",
+                f"--port={port}",
+                "--num-cpus=2",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+                f"--temp-dir={temp_dir}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
+        deadline = time.monotonic() + 180
+        while "will now block" not in log.read_text():
+            assert head.poll() is None, f"ray start exited: {log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, "the Ray head did not start in 180 s"
+            time.sleep(1)
         spec = load_spec(MATH_SPEC, "smoke-verl")
         _, bench, _ = open_benchmark("math", "smoke-verl")
         rows, _ = load_split(spec.dataset, "test", mirror)
         tasks = [{"id": t.id, "prompt": t.prompt, "answer": t.answer} for t in bench.tasks(rows)[:2]]
-        deadline = time.monotonic() + 60
-        results: list[dict[str, Any]] = []
-        while True:
-            try:
-                results = cluster_rollouts(
-                    address=f"127.0.0.1:{port}",
-                    spec_path=MATH_SPEC,
-                    profile="smoke-verl",
-                    tasks=tasks,
-                    model_path=smoke_model,
-                    workers=2,
-                    sampling={"temperature": 0.0},
-                    budget=24,
-                )
-                break
-            except ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(2)
+        results = cluster_rollouts(
+            address=f"127.0.0.1:{port}",
+            spec_path=MATH_SPEC,
+            profile="smoke-verl",
+            tasks=tasks,
+            model_path=smoke_model,
+            workers=2,
+            sampling={"temperature": 0.0},
+            budget=24,
+        )
     finally:
         os.killpg(head.pid, signal.SIGTERM)
-        head.wait(timeout=60)
+        head.wait(timeout=90)
+        shutil.rmtree(temp_dir, ignore_errors=True)
     assert sorted(r["task_id"] for r in results) == sorted(t["id"] for t in tasks)
     assert len({r["pid"] for r in results}) == 2  # two workers, one task each
     for r in results:
