@@ -18,11 +18,13 @@ export HARNESS_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
 HARNESS := $(VENV)/bin/harness
 
-.PHONY: help env lock bench-math bench test lint clean-env docker-setup images image-gpu test-docker lock-gpu
+.PHONY: help env lock bench-math bench-tau2 bench test lint clean-env docker-setup images image-gpu test-docker lock-gpu
 
 help:
 	@echo "make bench-math [PROFILE=smoke|full] [SEEDS=N] [BACKEND=auto|local|docker]"
 	@echo "                                              train then evaluate the math benchmark"
+	@echo "make bench-tau2 [PROFILE=smoke|full|tau2-split] [SEEDS=N] [BACKEND=...]"
+	@echo "                                              train then evaluate τ²-bench airline (pass^k)"
 	@echo "make test                                      lint and run every test"
 	@echo "make bench                                     performance scripts in bench/, summary in bench/results/"
 	@echo "make env                                       create the environments (done by the targets above)"
@@ -58,6 +60,9 @@ lock:
 
 bench-math: env
 	$(HARNESS) run math $(PROFILE_ARG) --seeds $(SEEDS) --backend $(BACKEND)
+
+bench-tau2: env
+	$(HARNESS) run tau2 $(PROFILE_ARG) --seeds $(SEEDS) --backend $(BACKEND)
 
 # Containers: the Docker engine and a registry-free base image, then the images (tags derived from content).
 docker-setup:

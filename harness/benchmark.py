@@ -34,6 +34,15 @@ class Task:
 
 
 @dataclass(frozen=True)
+class SimulatorContext:
+    """The fixed user-simulator model of a run (benchmarks with a simulated user)."""
+
+    model: str
+    client: Any
+    """A shared ``openai.AsyncOpenAI`` for the simulator endpoint."""
+
+
+@dataclass(frozen=True)
 class RolloutContext:
     """What one rollout may use: the served policy and the sampling settings of the spec."""
 
@@ -48,6 +57,7 @@ class RolloutContext:
     """A shared ``openai.AsyncOpenAI`` for the policy endpoint (connection pooling, no client-side retries)."""
     resources: Any = None
     """What the benchmark's ``resources()`` yielded (e.g. a pooled tool session)."""
+    simulator: SimulatorContext | None = None
 
 
 @dataclass
@@ -68,6 +78,8 @@ class Episode:
     error_kind: ErrorKind = ""
     error: str = ""
     attempts: int = 1
+    info: dict[str, Any] = field(default_factory=dict)
+    """Benchmark-specific record (e.g. τ²'s reward breakdown and native message list)."""
 
 
 class Benchmark(Protocol):

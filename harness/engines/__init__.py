@@ -14,7 +14,7 @@ def _load_builtin() -> None:
     if _LOADED:
         return
     # Importing an engine module registers it; heavy dependencies are imported lazily inside ``train``.
-    from harness.engines import trl_grpo, verl  # noqa: F401
+    from harness.engines import trace_grpo, trl_grpo, verl  # noqa: F401
 
     _LOADED = True
 

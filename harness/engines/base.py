@@ -34,6 +34,14 @@ class TrainRequest:
     labels: dict[str, str] = field(default_factory=dict)
     ray_address: str | None = None
     """A Ray cluster for engines that run on one (verl); None: the engine's default (``RAY_ADDRESS`` or local)."""
+    benchmark: Any = None
+    """The loaded benchmark (engines that run its rollouts or its reward hooks)."""
+    tasks: list[Any] = field(default_factory=list)
+    """The training split's tasks."""
+    collect: Callable[..., list[Any]] | None = None
+    """``collect(checkpoint, tasks, n, temperature, out_path, trace)``: serve ``checkpoint`` and run ``n`` real
+    rollouts of each task with the benchmark's agent (and user simulator), tracing the policy's calls into
+    ``trace``; returns the episodes. Provided by the runner to engines that train on their own rollouts."""
 
 
 @dataclass(frozen=True)

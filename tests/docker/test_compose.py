@@ -22,7 +22,7 @@ from support_docker import COMPOSE_FILE, ROOT, compose_cli, compose_json, requir
 pytestmark = pytest.mark.docker
 
 GPU_SERVICES = {"policy-server", "user-simulator", "math-train", "math-eval", "tau2-train", "tau2-eval"}
-CPU_SERVICES = {"policy-server-cpu", "math-train-cpu", "math-eval-cpu"}
+CPU_SERVICES = {"policy-server-cpu", "math-train-cpu", "math-eval-cpu", "tau2-eval-cpu"}
 SECRET_NAME = re.compile(r"(^|_)(API_?KEY|[A-Z]*TOKEN|SECRET[A-Z_]*|PASSWORD)$")
 
 
@@ -55,6 +55,21 @@ def test_gpu_services_reserve_gpus(cli: list[str]) -> None:
     cpu = compose_json(cli, "--profile", "cpu")["services"]
     for name in CPU_SERVICES | {"calculator"}:
         assert "deploy" not in cpu[name] or not cpu[name]["deploy"].get("resources", {}).get("reservations"), name
+
+
+def test_tau2_train_is_wired_to_policy_and_user_simulator(cli: list[str]) -> None:
+    services = compose_json(cli, "--profile", "gpu")["services"]
+    for name in ("tau2-train", "tau2-eval"):
+        svc = services[name]
+        assert svc["command"][:3] == ["harness", "run", "tau2"], name
+        assert svc["environment"]["HARNESS_USER_SIMULATOR_URL"] == "http://user-simulator:8000/v1", name
+        assert svc["depends_on"]["user-simulator"]["condition"] == "service_healthy", name
+        assert any(d["driver"] == "nvidia" for d in svc["deploy"]["resources"]["reservations"]["devices"]), name
+    assert services["user-simulator"]["deploy"]["resources"]["reservations"]["devices"]
+    # the policy is served by the job itself (train: each checkpoint in turn); eval serves the given checkpoint
+    assert "--eval-only" in services["tau2-eval"]["command"]
+    assert "--eval-only" not in services["tau2-train"]["command"]
+    assert any(v["target"] == "/models/policy" for v in services["tau2-eval"]["volumes"])
 
 
 def test_services_have_healthchecks(cli: list[str]) -> None:
@@ -173,6 +188,58 @@ def test_compose_up_cpu(cli: list[str], smoke_model: Path, monkeypatch: pytest.M
             timeout=300,
         )
         assert down.returncode == 0, down.stderr
+    left = subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert left == []
+
+
+@pytest.mark.slow
+def test_compose_tau2_eval_cpu(cli: list[str], smoke_model: Path, tmp_path: Path) -> None:
+    """The CPU profile's τ² smoke evaluation in a container: policy and user simulator served inside it by the
+    real engine, τ²'s evaluator scoring, a results row written to the mounted results folder."""
+    require_engine_and_images("harness-cpu:latest")
+    project = f"harness-test-{uuid.uuid4().hex[:8]}"
+    results, artifacts = tmp_path / "results", tmp_path / "artifacts"
+    results.mkdir()
+    artifacts.mkdir()
+    env = dict(
+        os.environ,
+        HARNESS_RESULTS_DIR=str(results),
+        HARNESS_ARTIFACTS_DIR=str(artifacts),
+        HARNESS_CACHE_DIR=str(smoke_model.parents[1]),  # the cache that holds the converted model
+        HARNESS_UID=str(os.getuid()),
+        HARNESS_GID=str(os.getgid()),
+        TAU2_LIMIT="1",
+        TAU2_TRIALS="2",
+    )
+    base = [*cli, "-f", str(COMPOSE_FILE), "-p", project, "--profile", "cpu"]
+    try:
+        proc = subprocess.run(
+            [*base, "run", "--rm", "-T", "tau2-eval-cpu"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=1500,
+        )
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    finally:
+        subprocess.run([*base, "down", "-v", "--remove-orphans", "--timeout", "10"], env=env, cwd=ROOT, timeout=300)
+    import csv
+
+    rows = list(csv.DictReader((results / "tau2" / "runs.csv").open()))
+    assert len(rows) == 1 and rows[0]["status"] == "complete" and rows[0]["engine"] == "none"
+    assert rows[0]["n_tasks"] == "1" and rows[0]["samples_per_task"] == "2"
+    manifest = json.loads(next((results / "tau2" / "manifests").glob("*.json")).read_text())
+    assert manifest["user_simulator"]["source"] == "served"
+    assert set(manifest["phases"]["after"]["pass_hat_k"]) == {"1", "2"}
+    native = next(artifacts.glob("runs/*/native-results-after.json"))
+    from tau2.data_model.simulation import Results
+
+    assert len(Results.load(native).simulations) + int(rows[0]["infra_errors_after"]) == 2
     left = subprocess.run(
         ["docker", "ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"],
         capture_output=True,

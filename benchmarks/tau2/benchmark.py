@@ -1,0 +1,237 @@
+"""τ²-bench airline: a customer-service agent talks to a fixed user simulator; τ²'s own evaluator scores it.
+
+The conversation is Agent Framework lab's τ² ``TaskRunner`` (assistant and user-simulator agents in a workflow);
+the assistant is the served policy, the user simulator is the run's separate, never-trained endpoint
+(``RolloutContext.simulator``). Scores are τ²'s ``evaluate_simulation`` reward; a conversation that fails because
+a server is unreachable is an infrastructure error (retried, then excluded from pass rates), never a 0 reward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.benchmark import Episode, RolloutContext, Task, load_module, register_benchmark
+from harness.errors import SpecError
+from harness.paths import cache_dir
+from harness.spec import BenchmarkSpec
+
+_compat = load_module(Path(__file__).with_name("compat.py"), "harness_benchmark_tau2_compat")
+
+
+class Tau2Options(BaseModel):
+    """``agent.options`` of the τ² spec."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    domain: str = Field("airline", pattern="^airline$", description="The lab runner supports the airline domain.")
+    max_steps: int = Field(100, gt=1, description="Most messages (both sides) before the conversation is cut.")
+    assistant_window: int = Field(4000, gt=0, description="Token window of the assistant's history (o200k count).")
+    user_max_tokens: int = Field(256, gt=0, description="Most tokens per user-simulator message.")
+    tool_call_bonus: float = Field(
+        0.0, ge=0, description="Training only: extra reward for a conversation with at least one tool call."
+    )
+    action_credit: float = Field(
+        0.0, ge=0, description="Training only: weight of the fraction of τ²'s expected actions the agent matched."
+    )
+
+
+def _is_success(reward: float) -> bool:
+    return abs(reward - 1.0) <= 1e-6  # τ²'s is_successful
+
+
+def _message_record(message: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {"role": str(message.role), "text": message.text or ""}
+    calls = [
+        {"name": c.name, "arguments": c.arguments, "call_id": c.call_id}
+        for c in message.contents
+        if getattr(c, "type", "") == "function_call"
+    ]
+    if calls:
+        record["tool_calls"] = calls
+    return record
+
+
+@register_benchmark
+class Tau2Benchmark:
+    name: ClassVar[str] = "tau2"
+
+    def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
+        self.spec = spec
+        self.folder = folder
+        try:
+            self.options = Tau2Options.model_validate(dict(spec.agent.options))
+        except Exception as exc:  # pydantic's message, first line, with the key path
+            raise SpecError(f"{folder / 'spec.yaml'}: agent.options: {str(exc).splitlines()[1:3]}") from None
+        _compat.apply(cache_dir() / "tiktoken")
+        self._tasks_by_id: dict[str, Task] = {}
+
+    def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
+        tasks = [Task(id=str(r["id"]), prompt=json.dumps(r), answer="", data=dict(r)) for r in rows]
+        self._tasks_by_id.update({t.id: t for t in tasks})
+        return tasks
+
+    @contextlib.asynccontextmanager
+    async def resources(self) -> AsyncIterator[Any]:
+        yield None
+
+    def _runner(self, ctx: RolloutContext) -> Any:
+        from agent_framework_lab_tau2 import TaskRunner
+
+        opts, user_max_tokens = self.options, self.options.user_max_tokens
+
+        class Runner(TaskRunner):  # type: ignore[misc]
+            """The lab runner with the spec's token limits and seed on both agents."""
+
+            def assistant_agent(self, client: Any) -> Any:
+                agent = super().assistant_agent(client)
+                agent.default_options["max_tokens"] = ctx.max_tokens
+                if ctx.temperature == 0:
+                    # A per-request seed with sampling crashes vLLM's CPU engine ("CPU Generator does not use
+                    # offset"); greedy decoding is deterministic without one, sampled rollouts go unseeded.
+                    agent.default_options["seed"] = ctx.seed
+                return agent
+
+            def user_simulator(self, client: Any, task: Any) -> Any:
+                agent = super().user_simulator(client, task)
+                agent.default_options.update(max_tokens=user_max_tokens, seed=0)
+                return agent
+
+        return Runner(
+            max_steps=opts.max_steps,
+            assistant_sampling_temperature=ctx.temperature,
+            assistant_window_size=opts.assistant_window,
+        )
+
+    async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
+        from agent_framework.openai import OpenAIChatCompletionClient
+        from agent_framework_lab_tau2._tau2_utils import convert_agent_framework_messages_to_tau2_messages
+        from tau2.data_model.tasks import Task as Tau2Task
+
+        if ctx.simulator is None:
+            raise SpecError("tau2: the run has no user simulator (spec section user_simulator)")
+        tau2_task = Tau2Task(**task.data)
+        runner = self._runner(ctx)
+        assistant = OpenAIChatCompletionClient(model=ctx.model, async_client=ctx.client)
+        assistant.function_invocation_configuration["max_iterations"] = ctx.max_turns  # tool rounds per reply
+        user = OpenAIChatCompletionClient(model=ctx.simulator.model, async_client=ctx.simulator.client)
+        started = time.perf_counter()
+        conversation = await runner.run(tau2_task, assistant, user)
+        latency = time.perf_counter() - started
+        reward = float(runner.evaluate(tau2_task, conversation, runner.termination_reason))
+        info = runner.full_reward_info
+        termination = runner.termination_reason.value if runner.termination_reason else "too_many_errors"
+        records = [_message_record(m) for m in conversation]
+        return Episode(
+            task_id=task.id,
+            sample=0,
+            reward=reward,
+            passed=_is_success(reward),
+            answer=termination,
+            messages=records,
+            tool_calls=sum(len(m.get("tool_calls", [])) for m in records),
+            turns=sum(1 for m in records if m["role"] == "assistant"),
+            latency_s=latency,
+            info={
+                "termination_reason": termination,
+                "reward_info": info.model_dump(mode="json") if info is not None else None,
+                "tau2_messages": [
+                    m.model_dump(mode="json") for m in convert_agent_framework_messages_to_tau2_messages(conversation)
+                ],
+            },
+        )
+
+    def write_native_results(self, episodes: Sequence[Episode], path: Path, run: dict[str, Any]) -> None:
+        """Write the phase in τ²'s own ``Results`` JSON, so τ²'s tools (metrics, viewer) read the run. Rollouts
+        that ended in an infrastructure error are left out, as τ² leaves out simulations that never ran."""
+        from tau2.data_model.simulation import (
+            AgentInfo,
+            Info,
+            Results,
+            RewardInfo,
+            SimulationRun,
+            TerminationReason,
+            UserInfo,
+        )
+        from tau2.data_model.tasks import Task as Tau2Task
+        from tau2.domains.airline.environment import get_environment
+        from tau2.environment.environment import EnvironmentInfo
+
+        env = get_environment()
+        by_id: dict[str, Any] = {}
+        sims = []
+        for ep in episodes:
+            if ep.error_kind in ("infra", "timeout") or "tau2_messages" not in ep.info:
+                continue
+            by_id.setdefault(ep.task_id, None)
+            reward_info = ep.info.get("reward_info")
+            sims.append(
+                SimulationRun(
+                    id=f"{ep.task_id}-{ep.sample}",
+                    task_id=ep.task_id,
+                    start_time="",
+                    end_time="",
+                    duration=ep.latency_s,
+                    termination_reason=TerminationReason(ep.info["termination_reason"]),
+                    reward_info=RewardInfo.model_validate(reward_info) if reward_info else RewardInfo(reward=ep.reward),
+                    messages=ep.info["tau2_messages"],
+                    trial=ep.sample,
+                    seed=run.get("seed"),
+                )
+            )
+        tasks = [Tau2Task(**t.data) for t in self._tasks_by_id.values() if t.id in by_id]
+        results = Results(
+            info=Info(
+                git_commit=str(run.get("git_commit", "")),
+                num_trials=int(run.get("num_trials", 1)),
+                max_steps=self.options.max_steps,
+                max_errors=0,
+                user_info=UserInfo(
+                    implementation="agent_framework_lab_tau2.user_simulator",
+                    llm=str(run.get("user_model", "")),
+                    llm_args={"temperature": run.get("user_temperature", 0.0)},
+                ),
+                agent_info=AgentInfo(
+                    implementation="agent_framework_lab_tau2.assistant_agent",
+                    llm=str(run.get("policy_model", "")),
+                    llm_args={"temperature": run.get("temperature", 0.0)},
+                ),
+                environment_info=EnvironmentInfo(domain_name=self.options.domain, policy=env.get_policy()),
+                seed=run.get("seed"),
+            ),
+            tasks=tasks,
+            simulations=sims,
+        )
+        path.write_text(results.model_dump_json(indent=2), encoding="utf-8")
+
+    def training_reward(self, episode: Episode) -> float:
+        """τ²'s reward plus the spec's shaping terms (0 unless a profile sets them); pass rates never use this."""
+        reward = episode.reward
+        if self.options.tool_call_bonus and episode.tool_calls > 0:
+            reward += self.options.tool_call_bonus
+        checks = (episode.info.get("reward_info") or {}).get("action_checks") or []
+        if self.options.action_credit and checks:
+            reward += self.options.action_credit * sum(bool(c.get("action_match")) for c in checks) / len(checks)
+        return reward
+
+    # -- training hooks (engines that run their own tool loop) -------------------------------------------------
+
+    def training_prompt(self, task: Task) -> list[dict[str, str]]:
+        raise SpecError("tau2: training runs through the benchmark's own rollouts (engine 'verl'), not prompts")
+
+    def training_tools(self) -> list[Callable[..., Any]]:
+        return []
+
+    def reward_text(self, completion: str, task: Task) -> float:
+        return 0.0
+
+    def format_ok(self, completion: str) -> bool:
+        return True
+
+    def partial_credit(self, completion: str, task: Task) -> float:
+        return 0.0

