@@ -88,6 +88,13 @@ def run(
     backend: Annotated[
         str, typer.Option("--backend", help="Where processes run: local, docker, or auto (docker when available).")
     ] = "auto",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="Ray cluster for the verl engine (default: RAY_ADDRESS, else a local head on this machine).",
+        ),
+    ] = None,
     eval_only: Annotated[
         bool, typer.Option("--eval-only", help="No training: evaluate the model (or --checkpoint) once.")
     ] = False,
@@ -157,6 +164,7 @@ def run(
             data_mirror=data_mirror,
             skip_baseline=skip_baseline,
             backend=chosen,
+            ray_address=ray_address,
             eval_only=eval_only,
             checkpoint=checkpoint.resolve() if checkpoint else None,
             limit=limit,

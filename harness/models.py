@@ -140,8 +140,14 @@ def prepare_model(model: ModelSpec) -> Path:
         "import sys; from pathlib import Path; from harness.models import convert_gguf; "
         "convert_gguf(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])"
     )
+    # HARNESS_CONVERT_PATH: extra import path for the conversion only (e.g. TRL's chat templates on a GPU machine
+    # whose training stack must not see TRL).
+    env = dict(os.environ)
+    extra = os.environ.get("HARNESS_CONVERT_PATH")
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), extra) if p)
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(gguf), str(out), model.chat_template], capture_output=True, text=True
+        [sys.executable, "-c", code, str(gguf), str(out), model.chat_template], capture_output=True, text=True, env=env
     )
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]

@@ -60,6 +60,8 @@ class RunOptions:
     skip_baseline: bool = False
     backend: str = "local"
     results_root: Path | None = None
+    ray_address: str | None = None
+    """A Ray cluster for engines that train on one (verl); None: ``RAY_ADDRESS`` or a local head."""
     eval_only: bool = False
     checkpoint: Path | None = None
     """With ``eval_only``: the checkpoint to evaluate instead of the spec's model."""
@@ -445,6 +447,7 @@ class Runner:
                     resume_from=state.run_dir / "train" if state.resumed_from else None,
                     backend=self.backend,
                     labels=self.labels,
+                    ray_address=self.options.ray_address,
                     benchmark=self.bench,
                     tasks=self._train_tasks(),
                     collect=lambda *a: self._collect(state, *a),

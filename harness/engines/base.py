@@ -33,6 +33,8 @@ class TrainRequest:
     backend: Any = None
     """Where the trainer process runs (a :class:`harness.backends.Backend`); local when None."""
     labels: dict[str, str] = field(default_factory=dict)
+    ray_address: str | None = None
+    """A Ray cluster for engines that run on one (verl); None: the engine's default (``RAY_ADDRESS`` or local)."""
     benchmark: Any = None
     """The loaded benchmark (engines that run its rollouts or its reward hooks)."""
     tasks: list[Any] = field(default_factory=list)

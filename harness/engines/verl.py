@@ -1,19 +1,35 @@
-"""The GPU engine's configuration: VERL GRPO through agent-lightning.
+"""The GPU engine: VERL GRPO with vLLM rollouts, training the benchmark's own Agent Framework agent.
 
-This module holds the typed schema of the spec's ``training.config`` for ``engine: verl`` (the seed's VERL
-dictionary, key for key) and its translation into the dictionary agent-lightning's ``VERL`` algorithm takes.
-Training itself needs CUDA GPUs and the GPU image (``docker/``); on a machine without them, ``train`` says so.
+``training.config`` for ``engine: verl`` is the seed's VERL dictionary, key for key (:class:`VerlConfig`), plus a
+few harness keys (rollout workers, task limits, reward shaping, dotted ``overrides``). :func:`to_verl_dict` turns
+it into the dictionary of VERL keys it sets; :func:`verl_run_config` adds what the harness owns (data files, the
+agent loop, checkpoints, metrics, Ray). Training runs in a child process (``harness.engines.verl_worker``) that
+starts VERL's trainer on a Ray cluster: a local head unless an address is given (``--ray-address`` or
+``RAY_ADDRESS``), with ``trainer.nnodes`` × ``trainer.n_gpus_per_node`` GPUs. Rollouts go through VERL's agent loop,
+where ``harness.engines.verl_agent_loop`` runs the benchmark's agent against VERL's vLLM servers and traces every
+LLM call to tokens. The final FSDP checkpoint is merged into a Hugging Face folder that the evaluation serves.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import os
+import time
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
 from harness.errors import EngineError
+
+PROGRESS_PREFIX = "HARNESS_PROGRESS "
+AGENT_LOOP_TARGET = "harness.engines.verl_agent_loop.HarnessAgentLoop"
+AGENT_LOOP_NAME = "harness_agent"
+# Keep NVLink multicast off in every process VERL starts (NCCL, PyTorch symmetric memory, NVSHMEM).
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 class _Section(BaseModel):
@@ -89,8 +105,19 @@ class Trainer(_Section):
     total_epochs: int = Field(2, gt=0)
 
 
+class Shaping(_Section):
+    """Training-reward shaping for models too small to earn the task reward; pass rates never use it."""
+
+    format_reward: float = Field(0.0, ge=0, description="Bonus for a final answer in the required format.")
+    partial_credit: float = Field(0.0, ge=0, description="Weight of the benchmark's dense partial-credit reward.")
+    length_penalty: float = Field(0.0, ge=0, description="Minus this times (trained tokens / response budget).")
+
+
 class VerlConfig(_Section):
-    n_workers: int = Field(2, gt=0, description="agent-lightning rollout workers.")
+    n_workers: int = Field(2, gt=0, description="Rollout workers (VERL agent-loop workers, Ray actors).")
+    train_limit: int | None = Field(None, gt=0, description="Use only the first N training tasks.")
+    val_limit: int | None = Field(None, gt=0, description="Validate on only the first N validation tasks.")
+    shaping: Shaping = Shaping()
     algorithm: Algorithm = Algorithm()
     data: Data = Data()
     actor_rollout_ref: ActorRolloutRef
@@ -100,10 +127,14 @@ class VerlConfig(_Section):
     )
 
 
+HARNESS_KEYS = {"n_workers", "train_limit", "val_limit", "shaping", "overrides"}
+"""Keys of :class:`VerlConfig` that the harness uses itself; every other key is a VERL key."""
+
+
 def to_verl_dict(config: VerlConfig, model_path: str | None = None) -> dict[str, Any]:
-    """The dictionary agent-lightning's ``VERL(...)`` takes: the keys the spec sets (VERL supplies the rest), with
-    dotted overrides applied."""
-    out = config.model_dump(mode="python", exclude={"n_workers", "overrides"}, exclude_unset=True)
+    """The VERL keys the spec sets (VERL's own defaults supply the rest), with dotted overrides applied: the
+    dictionary the seed passes to ``VERL(...)``."""
+    out = config.model_dump(mode="python", exclude=HARNESS_KEYS, exclude_unset=True)
     if model_path is not None:
         out["actor_rollout_ref"]["model"]["path"] = model_path
     for dotted, value in config.overrides.items():
@@ -115,20 +146,171 @@ def to_verl_dict(config: VerlConfig, model_path: str | None = None) -> dict[str,
     return out
 
 
+def _deep_merge(into: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _deep_merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+    return into
+
+
+def _dotted(tree: dict[str, Any], dotted: str) -> Any:
+    node: Any = tree
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def verl_run_config(
+    config: VerlConfig,
+    *,
+    model_path: str,
+    train_file: str,
+    val_file: str | None,
+    output_dir: Path,
+    agent_loop_config: str,
+    seed: int,
+    ray_address: str | None,
+    env_vars: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The whole VERL configuration of one run: the spec's keys (:func:`to_verl_dict`) and what the harness owns.
+
+    The harness sets the data files, the agent loop that runs the benchmark's agent, checkpoint and metrics
+    locations, and Ray: ``ray_init.address`` is the given cluster or ``"local"`` (a new local head, even when
+    ``RAY_ADDRESS`` is set in the environment). Keys the spec sets itself (through ``overrides``) win.
+    """
+    spec_keys = to_verl_dict(config, model_path)
+    harness: dict[str, Any] = {
+        "data": {
+            "train_files": train_file,
+            "val_files": val_file or train_file,
+            "seed": seed,
+            "dataloader_num_workers": 0,
+            "return_raw_chat": True,
+        },
+        "actor_rollout_ref": {
+            "rollout": {
+                "mode": "async",
+                "agent": {
+                    "num_workers": config.n_workers,
+                    "default_agent_loop": AGENT_LOOP_NAME,
+                    "agent_loop_config_path": agent_loop_config,
+                },
+            },
+        },
+        "trainer": {
+            "project_name": "harness",
+            "experiment_name": output_dir.parent.name or "run",
+            "default_local_dir": str(output_dir / "verl-checkpoints"),
+            "logger": ["console", "file"],
+            "resume_mode": "disable",
+            # any positive save_freq saves at the last step; a huge one saves only there
+            "save_freq": 1_000_000_000,
+        },
+        "ray_kwargs": {
+            "ray_init": {
+                "address": ray_address or "local",
+                "runtime_env": {"env_vars": dict(env_vars or {})},
+            }
+        },
+    }
+    merged = _deep_merge(harness, spec_keys)
+    if val_file is None:  # no validation split: nothing to validate on, whatever the seed's schedule says
+        merged["trainer"]["val_before_train"] = False
+        merged["trainer"]["test_freq"] = -1
+    # The spec's logger list cannot drop the file logger the harness reads its step metrics from.
+    loggers = list(_dotted(merged, "trainer.logger") or [])
+    if "file" not in loggers:
+        merged["trainer"]["logger"] = [*loggers, "file"]
+    return merged
+
+
+def resolve_ray_address(explicit: str | None) -> str | None:
+    """The Ray cluster to join: ``--ray-address``, else ``RAY_ADDRESS``, else None (start a local head)."""
+    address = explicit or os.environ.get("RAY_ADDRESS") or None
+    if address is not None and not address.strip():
+        return None
+    return address
+
+
 @register_engine
 class VerlEngine:
     name: ClassVar[str] = "verl"
     config_model: ClassVar[type[BaseModel]] = VerlConfig
 
     def train(self, request: TrainRequest) -> TrainResult:
-        try:
-            import torch
+        config = VerlConfig.model_validate(request.spec.training.config)
+        ray_address = resolve_ray_address(request.ray_address)
+        if ray_address is None:
+            try:
+                import torch
 
-            has_cuda = bool(torch.cuda.is_available())
-        except ImportError:
-            has_cuda = False
-        if not has_cuda:
-            raise EngineError(
-                "the verl engine needs CUDA GPUs and the GPU image (docker/); use profile 'smoke' on a CPU machine"
+                has_cuda = bool(torch.cuda.is_available())
+            except ImportError:
+                has_cuda = False
+            if not has_cuda:
+                raise EngineError(
+                    "the verl engine needs CUDA GPUs (or a Ray cluster with them: --ray-address); "
+                    "use profile 'smoke' on a CPU machine"
+                )
+        request.output_dir.mkdir(parents=True, exist_ok=True)
+        job = request.output_dir / "train-request.json"
+        job.write_text(
+            json.dumps(
+                {
+                    "benchmark": request.spec.name,
+                    "profile": request.spec.profile,
+                    "spec_path": str(request.spec_path),
+                    "base_model": str(request.base_model),
+                    "output_dir": str(request.output_dir),
+                    "seed": request.seed,
+                    "data_mirror": os.environ.get("HARNESS_DATA_MIRROR", ""),
+                    "ray_address": ray_address,
+                },
+                indent=2,
             )
-        raise EngineError("the verl engine runs inside the GPU image; start it with `docker compose up math-train`")
+        )
+        total = int(config.overrides.get("trainer.total_training_steps", 0) or 0)
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
+        env.update(MULTICAST_OFF)
+        if ray_address is None:
+            env.pop("RAY_ADDRESS", None)
+        backend = request.backend
+        if backend is None:
+            from harness.backends import get_backend
+
+            backend = get_backend("local")
+        metrics: list[dict[str, float]] = []
+        start = time.monotonic()
+        handle = backend.launch(
+            LaunchSpec(
+                role="train",
+                env_name="harness",
+                argv=["-m", "harness.engines.verl_worker", str(job)],
+                env=env,
+                log_path=request.log_path,
+                mounts=(request.output_dir, request.base_model, request.spec_path.parent),
+                capture_stdout=True,
+                labels=request.labels,
+            )
+        )
+        try:
+            for line in handle.lines():
+                if line.startswith(PROGRESS_PREFIX):
+                    record = json.loads(line[len(PROGRESS_PREFIX) :])
+                    metrics.append(record)
+                    if request.on_progress is not None and record.get("step", 0) > 0:
+                        request.on_progress(int(record["step"]), total, record)
+            code = handle.wait()
+        finally:
+            handle.stop()
+        if code != 0:
+            raise EngineError(f"verl training failed (exit code {code}); see {request.log_path}")
+        checkpoint = request.output_dir / "checkpoint"
+        if not (checkpoint / "config.json").exists():
+            raise EngineError(f"verl training wrote no checkpoint at {checkpoint}; see {request.log_path}")
+        steps = sum(1 for m in metrics if m.get("step", 0) > 0 and "step_time_s" in m)
+        return TrainResult(checkpoint=checkpoint, steps=steps, metrics=metrics, wall_s=time.monotonic() - start)
