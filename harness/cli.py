@@ -303,11 +303,11 @@ def _command_line_error(exc: Exception) -> int | None:
         if isinstance(exc, getattr(mod, "NoArgsIsHelpError", ())):
             exc.show()  # type: ignore[attr-defined]  # `harness` alone: the help text
             return 2
-        if isinstance(exc, mod.ClickException):
+        if isinstance(exc, getattr(mod, "ClickException", ())):
             message = " ".join(exc.format_message().split())
             err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
             return 2
-        if isinstance(exc, mod.Abort):
+        if isinstance(exc, getattr(mod, "Abort", ())):
             return 130
     return None
 

@@ -525,7 +525,16 @@ class Runner:
                 "dataset": state.dataset,
                 "model_hash_before": state.model_hash_before,
                 "model_hash_after": state.model_hash_after,
-                "checkpoint": str(checkpoint.relative_to(state.run_dir)) if checkpoint else "",
+                # inside the run folder: relative (the folder may move); else (an unchanged base model) absolute
+                "checkpoint": (
+                    str(
+                        checkpoint.relative_to(state.run_dir)
+                        if checkpoint.is_relative_to(state.run_dir)
+                        else checkpoint
+                    )
+                    if checkpoint
+                    else ""
+                ),
                 "train_steps": state.train_steps,
                 "train_metrics": state.train_metrics,
                 "walls": state.walls,
