@@ -237,6 +237,9 @@ class Runner:
             self._record(state, status, failed_phase, note)
             raise
         finally:
+            for server in self._started.values():  # launched ahead of a phase that never ran (interrupt, failure)
+                server.stop()
+            self._started.clear()
             stack.close()
             if self.backend is not None:
                 self.backend.close()
@@ -265,7 +268,7 @@ class Runner:
             first: tuple[str, Path] | None = None
             if self.options.eval_only:
                 first = ("after", self.options.checkpoint or base_model)
-            elif not self.options.skip_baseline:
+            elif not self.options.skip_baseline and "baseline" not in state.done:  # a resumed baseline is reused
                 first = ("before", base_model)
             if first is not None:
                 phase, checkpoint = first
