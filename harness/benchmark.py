@@ -122,6 +122,23 @@ class Benchmark(Protocol):
         ...
 
 
+def message_record(message: Any) -> dict[str, Any]:
+    """A JSON-friendly record of one Agent Framework message: role, text and tool calls/results."""
+    record: dict[str, Any] = {"role": str(message.role), "text": message.text or ""}
+    calls, results = [], []
+    for content in message.contents:
+        kind = getattr(content, "type", "")
+        if kind == "function_call":
+            calls.append({"name": content.name, "arguments": content.arguments, "call_id": content.call_id})
+        elif kind == "function_result":
+            results.append({"call_id": content.call_id, "result": str(content.result)[:2000]})
+    if calls:
+        record["tool_calls"] = calls
+    if results:
+        record["tool_results"] = results
+    return record
+
+
 _BENCHMARKS: dict[str, type[Any]] = {}
 
 

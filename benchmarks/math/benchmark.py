@@ -10,29 +10,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.benchmark import Episode, RolloutContext, Task, load_module, register_benchmark
+from harness.benchmark import Episode, RolloutContext, Task, load_module, message_record, register_benchmark
 from harness.spec import BenchmarkSpec
 from harness.tools.calculator import calculate, open_calculator
 
 _reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_math_reward")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?")
-
-
-def message_record(message: Any) -> dict[str, Any]:
-    """A JSON-friendly record of one Agent Framework message: role, text and tool calls/results."""
-    record: dict[str, Any] = {"role": str(message.role), "text": message.text or ""}
-    calls, results = [], []
-    for content in message.contents:
-        kind = getattr(content, "type", "")
-        if kind == "function_call":
-            calls.append({"name": content.name, "arguments": content.arguments, "call_id": content.call_id})
-        elif kind == "function_result":
-            results.append({"call_id": content.call_id, "result": str(content.result)[:2000]})
-    if calls:
-        record["tool_calls"] = calls
-    if results:
-        record["tool_results"] = results
-    return record
 
 
 @register_benchmark

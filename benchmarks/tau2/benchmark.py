@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.benchmark import Episode, RolloutContext, Task, load_module, register_benchmark
+from harness.benchmark import Episode, RolloutContext, Task, load_module, message_record, register_benchmark
 from harness.errors import SpecError
 from harness.paths import cache_dir
 from harness.spec import BenchmarkSpec
@@ -43,18 +43,6 @@ class Tau2Options(BaseModel):
 
 def _is_success(reward: float) -> bool:
     return abs(reward - 1.0) <= 1e-6  # τ²'s is_successful
-
-
-def _message_record(message: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {"role": str(message.role), "text": message.text or ""}
-    calls = [
-        {"name": c.name, "arguments": c.arguments, "call_id": c.call_id}
-        for c in message.contents
-        if getattr(c, "type", "") == "function_call"
-    ]
-    if calls:
-        record["tool_calls"] = calls
-    return record
 
 
 @register_benchmark
@@ -126,7 +114,7 @@ class Tau2Benchmark:
         reward = float(runner.evaluate(tau2_task, conversation, runner.termination_reason))
         info = runner.full_reward_info
         termination = runner.termination_reason.value if runner.termination_reason else "too_many_errors"
-        records = [_message_record(m) for m in conversation]
+        records = [message_record(m) for m in conversation]
         return Episode(
             task_id=task.id,
             sample=0,

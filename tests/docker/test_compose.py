@@ -114,6 +114,15 @@ def test_no_literal_keys(cli: list[str]) -> None:
 # --- compose up, for real (CPU profile) ------------------------------------------------------------------------------
 
 
+def _containers_of(project: str) -> list[str]:
+    """Containers (running or not) that compose created for ``project``."""
+    return subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -188,12 +197,7 @@ def test_compose_up_cpu(cli: list[str], smoke_model: Path, monkeypatch: pytest.M
             timeout=300,
         )
         assert down.returncode == 0, down.stderr
-    left = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    assert left == []
+    assert _containers_of(project) == []
 
 
 @pytest.mark.slow
@@ -240,9 +244,4 @@ def test_compose_tau2_eval_cpu(cli: list[str], smoke_model: Path, tmp_path: Path
     from tau2.data_model.simulation import Results
 
     assert len(Results.load(native).simulations) + int(rows[0]["infra_errors_after"]) == 2
-    left = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    assert left == []
+    assert _containers_of(project) == []
