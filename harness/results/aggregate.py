@@ -76,6 +76,11 @@ def pool(records: OutcomeRecords, phase: str | None = None) -> TaskCounts:
         )
         if ph == chosen[run_id]
     ]
+    return count_samples(kept, tuple(sorted(set(chosen.values()))))
+
+
+def count_samples(kept: list[tuple[str, bool, str]], phases: tuple[str, ...] = ()) -> TaskCounts:
+    """Per-task counts of samples given as ``(task_id, passed, error_kind)``; infra samples are dropped."""
     infra = sum(1 for _, _, kind in kept if kind in INFRA_ERROR_KINDS)
     valid = [(task, passed) for task, passed, kind in kept if kind not in INFRA_ERROR_KINDS] if infra else kept
     trials = Counter(item[0] for item in valid)
@@ -87,5 +92,5 @@ def pool(records: OutcomeRecords, phase: str | None = None) -> TaskCounts:
         trials=np.array([trials[t] for t in ids], dtype=np.int64),
         infra_errors=infra,
         tasks_without_data=len({item[0] for item in kept}) - len(ids),
-        phases=tuple(sorted(set(chosen.values()))),
+        phases=phases,
     )

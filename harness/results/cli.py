@@ -37,16 +37,36 @@ def results_command(
     fmt: FormatOpt = OutputFormat.table,
     rehash: Annotated[
         bool,
-        typer.Option("--rehash", help="Validate runs.csv and accept it as is (after resolving a merge by hand)."),
+        typer.Option(
+            "--rehash",
+            help="Validate runs.csv and its outcome and manifest files and accept them as they are (after a "
+            "deliberate hand edit, e.g. resolving a merge).",
+        ),
+    ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Check every file of the result tables against its checksum and schema."),
     ] = False,
 ) -> None:
-    """List recorded runs (validated against the schema and checksum)."""
+    """List recorded runs (validated against the schema and checksums)."""
     store = ResultStore()
+    names = [benchmark] if benchmark else store.benchmarks()
+    if rehash and verify:
+        raise ResultsError("--rehash and --verify: choose one")
     if rehash:
-        names = [benchmark] if benchmark else store.benchmarks()
         for name in names:
             digest = store.rehash(name)
-            typer.echo(f"{store.root / name / 'runs.csv'}: accepted, sha256 {digest}")
+            typer.echo(f"{store.root / name / 'runs.csv'}: accepted with its runs' files, sha256 {digest}")
+        return
+    if verify:
+        from harness.results.verify import verify_store
+
+        report = verify_store(store.root, names)
+        for problem in report.problems:
+            typer.echo(f"error: {problem}", err=True)
+        if report.problems:
+            raise typer.Exit(2)
+        typer.echo(f"ok: {report.runs} runs, {report.files} files match their checksums ({store.root})")
         return
     rows = store.runs(benchmark)
     if profile is not None:
@@ -57,21 +77,48 @@ def results_command(
 
 
 def compare_command(
-    a: Annotated[str, typer.Argument(help="Side A: git revision, run:<id>[,<id>...], or . / worktree.")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            help="Side A: REV (the results table committed at git revision REV: its latest measured runs), "
+            "code:REV (the working tree's runs measured with the code at REV, even if their rows were committed "
+            "later), run:<id>[,<id>...][@before|@after] (one phase of each run), or . / worktree."
+        ),
+    ],
     b: Annotated[str, typer.Argument(help="Side B: same forms as A.")],
     benchmark: BenchmarkOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit with code 1 when B has a significant regression.")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit with code 1 when B has a significant regression, or when a pair is not comparable (x: a "
+            "benchmark or profile missing on one side, or its dataset or split changed).",
+        ),
+    ] = False,
+    allow_missing: Annotated[
+        bool, typer.Option("--allow-missing", help="With --fail-on-regression: do not fail on x pairs.")
     ] = False,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level; CIs are at 1 - alpha.")] = 0.05,
+    across_profiles: Annotated[
+        bool,
+        typer.Option(
+            "--across-profiles",
+            help="Pair two run: sides of one benchmark even when their profiles differ (a baseline against a tuned "
+            "profile's run).",
+        ),
+    ] = False,
 ) -> None:
     """Compare pass rates of two revisions / run sets with paired tests (+ better, - worse, ~ noise, x n/a)."""
     if not 0 < alpha < 1:
         raise ResultsError(f"--alpha must be between 0 and 1, got {alpha}")
+    if allow_missing and not fail_on_regression:
+        raise ResultsError("--allow-missing only applies with --fail-on-regression")
     from harness.results.compare import CompareCommand  # scipy/numpy: imported when used
 
-    code = CompareCommand(a, b, benchmark, fmt.value, fail_on_regression, alpha).run()
+    command = CompareCommand(a, b, benchmark, fmt.value, fail_on_regression, alpha, allow_missing=allow_missing)
+    command.across_profiles = across_profiles
+    code = command.run()
     if code:
         raise typer.Exit(code)
 

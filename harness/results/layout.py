@@ -4,6 +4,7 @@
 
     <root>/<benchmark>/runs.csv                  one row per run (RunRow)
     <root>/<benchmark>/runs.csv.sha256           checksum of runs.csv, sha256sum format
+    <root>/<benchmark>/files.sha256              checksums of every outcomes and manifest file, sha256sum format
     <root>/<benchmark>/outcomes/<run_id>.csv     per-sample outcomes of a run (TaskOutcome)
     <root>/<benchmark>/manifests/<run_id>.json   provenance manifest of a run
     <root>/<benchmark>/.runs.csv.lock            inter-process write lock (not committed)
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 RUNS_FILE = "runs.csv"
 CHECKSUM_FILE = "runs.csv.sha256"
+FILE_SUMS = "files.sha256"
 LOCK_FILE = ".runs.csv.lock"
 OUTCOMES_DIR = "outcomes"
 MANIFESTS_DIR = "manifests"
@@ -28,6 +30,16 @@ def runs_path(benchmark: str) -> str:
 def checksum_path(benchmark: str) -> str:
     """The checksum sidecar of ``benchmark``'s runs table."""
     return f"{benchmark}/{CHECKSUM_FILE}"
+
+
+def file_sums_path(benchmark: str) -> str:
+    """The checksums of ``benchmark``'s outcome and manifest files."""
+    return f"{benchmark}/{FILE_SUMS}"
+
+
+def in_benchmark(benchmark: str, relpath: str) -> str:
+    """``relpath`` (relative to the store root) relative to the benchmark folder, as ``files.sha256`` names it."""
+    return relpath.removeprefix(f"{benchmark}/")
 
 
 def lock_path(benchmark: str) -> str:

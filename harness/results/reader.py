@@ -2,7 +2,11 @@
 
 Reading cost is kept proportional to what is asked: ``runs.csv`` (one small file per benchmark) is always read
 whole and checked against its sidecar checksum; outcome files are read only for the runs asked for, all at once
-(one ``git cat-file`` process at a revision).
+(one ``git cat-file`` process at a revision), and each is checked against ``files.sha256``, as is every manifest.
+
+Tables committed before ``files.sha256`` existed have only the runs table's sidecar: at a git revision
+(``legacy_ok``) their outcome and manifest files are read unchecked (git's own object hashes still vouch for the
+committed bytes); in the working tree a missing ``files.sha256`` is an error until ``harness results --rehash``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from typing import Any
 
 from harness.errors import ResultsError
 from harness.results import layout
+from harness.results.checksums import REHASH_HINT, FileSums
 from harness.results.codec import (
+    ChecksumError,
     OutcomeRecords,
     decode_manifest,
     decode_outcomes,
@@ -26,10 +32,36 @@ from harness.results.tree import Tree
 class TableReader:
     """Validated access to the tables of one store snapshot."""
 
-    def __init__(self, tree: Tree, *, cache: bool = False) -> None:
-        """``cache`` keeps parsed runs tables: use it only for snapshots that do not change (git revisions)."""
+    def __init__(self, tree: Tree, *, cache: bool = False, legacy_ok: bool = False) -> None:
+        """``cache`` keeps parsed runs tables: use it only for snapshots that do not change (git revisions).
+
+        ``legacy_ok`` reads outcome and manifest files unchecked when the benchmark has no ``files.sha256``.
+        """
         self.tree = tree
+        self.legacy_ok = legacy_ok
         self._cache: dict[str, list[RunRow]] | None = {} if cache else None
+        self._sums_cache: dict[str, FileSums | None] = {}
+
+    def file_sums(self, benchmark: str, data: bytes | None) -> FileSums | None:
+        """Parse ``files.sha256`` bytes (``None`` when absent and ``legacy_ok``; else absent is an error)."""
+        where = self.tree.where(layout.file_sums_path(benchmark))
+        if data is None:
+            if self.legacy_ok:
+                return None
+            raise ChecksumError(f"{where}: missing, so outcome and manifest files are unchecked; {REHASH_HINT}")
+        return FileSums.decode(data, where)
+
+    def _sums(self, benchmark: str, data: bytes | None) -> FileSums | None:
+        if self._cache is None:
+            return self.file_sums(benchmark, data)
+        if benchmark not in self._sums_cache:
+            self._sums_cache[benchmark] = self.file_sums(benchmark, data)
+        return self._sums_cache[benchmark]
+
+    def _checked(self, benchmark: str, path: str, data: bytes, sums: FileSums | None) -> None:
+        if sums is not None:
+            where = self.tree.where(layout.file_sums_path(benchmark))
+            sums.check(layout.in_benchmark(benchmark, path), data, self.tree.where(path), where)
 
     def benchmarks(self) -> list[str]:
         """Benchmark folders of the store (those without a runs table yield no runs)."""
@@ -65,12 +97,15 @@ class TableReader:
     def outcome_records(self, benchmark: str, run_ids: Sequence[str]) -> OutcomeRecords:
         """Outcomes of several runs of one benchmark, concatenated; a missing file is an error."""
         paths = {run_id: layout.outcomes_path(benchmark, run_id) for run_id in run_ids}
-        files = self.tree.read_many(list(paths.values()))
+        sums_path = layout.file_sums_path(benchmark)
+        files = self.tree.read_many([*paths.values(), sums_path])
+        sums = self._sums(benchmark, files[sums_path])
         out = OutcomeRecords()
         for run_id, path in paths.items():
             data = files[path]
             if data is None:
                 raise ResultsError(f"{self.tree.where(path)}: outcomes of run {run_id!r} not found")
+            self._checked(benchmark, path, data, sums)
             out.extend(decode_outcomes(data, self.tree.where(path), run_id))
         return out
 
@@ -80,8 +115,10 @@ class TableReader:
 
     def manifest(self, benchmark: str, run_id: str) -> dict[str, Any]:
         """The provenance manifest of one run."""
-        path = layout.manifest_path(benchmark, run_id)
-        data = self.tree.read(path)
+        path, sums_path = layout.manifest_path(benchmark, run_id), layout.file_sums_path(benchmark)
+        files = self.tree.read_many([path, sums_path])
+        data = files[path]
         if data is None:
             raise ResultsError(f"{self.tree.where(path)}: manifest of run {run_id!r} not found")
+        self._checked(benchmark, path, data, self._sums(benchmark, files[sums_path]))
         return decode_manifest(data, self.tree.where(path))

@@ -54,13 +54,17 @@ def _side_text(side: SideSummary | None, sep: str = " ") -> str:
 
 
 def _note(pair: PairComparison) -> str:
+    warnings = [f"warning: {w}" for w in pair.warnings]
     if pair.mark == "x":
-        return pair.reason
+        return "; ".join([pair.reason, *warnings])
     parts = [_plural(len(pair.new_failures), "new failure"), f"{len(pair.fixed)} fixed"]
+    own = [s.n_tasks for s in (pair.a, pair.b) if s is not None]
+    if any(n != pair.n_paired_tasks for n in own):
+        parts.append(f"on the paired tasks A {pct(pair.a_paired_pass)}, B {pct(pair.b_paired_pass)}")
     infra = [s.infra_errors for s in (pair.a, pair.b) if s is not None]
     if any(infra):
         parts.append(f"infra errors excluded A/B: {infra[0]}/{infra[-1]}")
-    return ", ".join(parts)
+    return "; ".join([", ".join(parts), *warnings])
 
 
 def comparison_rows(c: Comparison, sep: str = " ") -> list[list[str]]:
@@ -80,7 +84,16 @@ def comparison_rows(c: Comparison, sep: str = " ") -> list[list[str]]:
     ]
 
 
-COMPARISON_HEADER = ["", "benchmark/profile", "A pass", "B pass", "B - A", "p", "tasks", "note"]
+COMPARISON_HEADER = [
+    "",
+    "benchmark/profile",
+    "A pass (A's tasks)",
+    "B pass (B's tasks)",
+    "B - A (paired tasks)",
+    "p",
+    "paired tasks",
+    "note",
+]
 
 
 def task_lines(c: Comparison) -> list[str]:
@@ -96,9 +109,12 @@ def task_lines(c: Comparison) -> list[str]:
 
 def legend(c: Comparison) -> str:
     return (
-        f"A = {c.a_label}, B = {c.b_label}. CIs at {100 * (1 - c.alpha):g}%; marks: + improvement, - regression "
-        f"(p < {c.alpha:g}), ~ not significant, x not comparable. {c.regressions} regression(s), "
-        f"{c.improvements} improvement(s)."
+        f"A = {c.a_label}, B = {c.b_label}. A pass and B pass are over each side's own tasks; B - A, its CI and p "
+        "are over the paired tasks (data on both sides; the note gives both sides' rates on them when the task "
+        f"sets differ). CIs at {100 * (1 - c.alpha):g}%; the CI of B - A inverts the paired test, so it excludes 0 "
+        f"exactly for + and -. Marks: + improvement, - regression (p < {c.alpha:g}), ~ not significant, "
+        f"x not comparable. {c.regressions} regression(s), {c.improvements} improvement(s), "
+        f"{c.not_comparable} not comparable."
     )
 
 
@@ -106,7 +122,7 @@ def comparison_table(c: Comparison) -> Table:
     """A rich table of the comparison (values above their CIs)."""
     table = Table(title=f"{c.a_label} -> {c.b_label}", caption=legend(c))
     for name in COMPARISON_HEADER:
-        table.add_column(name, overflow="fold", no_wrap=name in ("", "p", "tasks"))
+        table.add_column(name, overflow="fold", no_wrap=name in ("", "p", "paired tasks"))
     styles = {"+": "green", "-": "bold red", "~": "", "x": "yellow"}
     for row, pair in zip(comparison_rows(c, sep="\n"), c.pairs, strict=True):
         table.add_row(*row, style=styles[pair.mark])
@@ -138,6 +154,7 @@ def comparison_json(c: Comparison) -> str:
     data = c.model_dump(mode="json")
     data["regressions"] = c.regressions
     data["improvements"] = c.improvements
+    data["not_comparable"] = c.not_comparable
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 

@@ -7,7 +7,8 @@ Per (benchmark, profile):
   git, else in order of their first run's start time (the plot says which);
 * before/after pass rate of the most recent runs;
 * per-step reward and validation curves of recent runs whose manifest has ``train_metrics``
-  (a list of ``{"step": int, "reward_mean": float, "val_pass": float (optional)}``);
+  (a list of ``{"step": int, "reward_mean": float, "val_pass_rate": float (optional)}``; step 0 may carry only the
+  validation before training);
 * per-task win/loss between two commits: ``--against REV`` (REV's results vs the working tree's), or by default
   the two most recently measured commits of the working tree.
 
@@ -190,23 +191,23 @@ def _before_after(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> None:
 
 
 def _curve(run_id: str, manifest: dict[str, Any]) -> plots.Curve | None:
+    """Reward per training step and validation pass rate per validated step (step 0: before training)."""
     metrics = manifest.get("train_metrics")
     if not isinstance(metrics, list):
         return None
     steps, reward, val_steps, val_pass = [], [], [], []
     for item in metrics:
-        if not isinstance(item, dict):
+        if not isinstance(item, dict) or not isinstance(item.get("step"), int | float):
             continue
-        step, mean = item.get("step"), item.get("reward_mean")
-        if not isinstance(step, int | float) or not isinstance(mean, int | float):
-            continue
-        steps.append(float(step))
-        reward.append(float(mean))
-        val = item.get("val_pass")
+        step, mean = float(item["step"]), item.get("reward_mean")
+        if isinstance(mean, int | float):
+            steps.append(step)
+            reward.append(float(mean))
+        val = item.get("val_pass_rate", item.get("val_pass"))
         if isinstance(val, int | float):
-            val_steps.append(float(step))
+            val_steps.append(step)
             val_pass.append(float(val))
-    return plots.Curve(run_id, steps, reward, val_steps, val_pass) if steps else None
+    return plots.Curve(run_id, steps, reward, val_steps, val_pass) if steps or val_steps else None
 
 
 def _training(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> None:

@@ -57,8 +57,14 @@ class RunRow(BaseModel):
     eval_split: str = Field(description="Dataset split evaluated; runs on different splits are not compared.")
     n_tasks: NonNegInt = Field(description="Number of tasks evaluated per phase.")
     samples_per_task: NonNegInt = Field(description="Samples (attempts) per task per phase.")
-    pass_before: Rate = Field(description="Pass rate before training, over non-infra samples; empty if not measured.")
-    ci_before_low: Rate = Field(description="Lower end of the 95% CI of pass_before.")
+    pass_before: Rate = Field(
+        description="Pass rate before training: mean over tasks of each task's pass fraction over its non-infra "
+        "samples (harness.results.summary, as harness compare computes it); empty if not measured."
+    )
+    ci_before_low: Rate = Field(
+        description="Lower end of the 95% CI of pass_before (Wilson over tasks; task-clustered with several "
+        "samples per task). Rows written before the shared statistics path used Wilson over pooled samples."
+    )
     ci_before_high: Rate = Field(description="Upper end of the 95% CI of pass_before.")
     pass_after: Rate = Field(description="Pass rate after training; empty if no training or evaluation happened.")
     ci_after_low: Rate = Field(description="Lower end of the 95% CI of pass_after.")

@@ -14,12 +14,14 @@ textbook binomial case.
   samples at the two extremes.
 * :func:`cluster_bootstrap_interval` -- percentile bootstrap over tasks of the mean of task means (the variant
   lm-eval uses for stderr); degenerate on all-pass data, so it is offered, not the default.
-* :func:`paired_bootstrap` -- CI of mean(B - A) over paired tasks, resampling tasks, fixed seed.
 * :func:`mcnemar_exact` -- exact McNemar test (binomial on the discordant pairs), one sample per task.
 * :func:`sign_flip_test` -- paired permutation test on per-task mean differences: exact (integer dynamic
   programming over the null distribution of the sum) whenever the differences are fractions with small
   denominators, which per-task pass fractions are; Monte Carlo with a fixed seed otherwise.
 * :func:`pass_hat_k` -- pass^k as tau-bench defines it.
+
+The interval of a paired difference is in :mod:`harness.results.paired` (it inverts the paired test, so the two
+never disagree).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from scipy import special
 DEFAULT_SEED = 20240101
 DEFAULT_RESAMPLES = 10_000
 _CHUNK = 2_000_000  # max elements of one resampling matrix
-_EXACT_MAX_WORK = 50_000_000  # max (support width x tasks) for the exact sign-flip distribution
+EXACT_MAX_WORK = 50_000_000  # max (support width x tasks) for the exact sign-flip distribution
 
 
 @functools.lru_cache(maxsize=32)
@@ -61,16 +63,6 @@ class PassRate:
     n_tasks: int
     n_samples: int
     method: str
-
-
-@dataclass(frozen=True)
-class PairedDiff:
-    """Mean paired difference (B - A) with its bootstrap confidence interval."""
-
-    diff: float
-    low: float
-    high: float
-    n_tasks: int
 
 
 @dataclass(frozen=True)
@@ -173,28 +165,6 @@ def _bootstrap_means(values: NDArray[np.float64], n_resamples: int, seed: int) -
     return out
 
 
-def paired_bootstrap(
-    a_means: ArrayLike,
-    b_means: ArrayLike,
-    confidence: float = 0.95,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
-) -> PairedDiff:
-    """Mean of ``b - a`` over paired tasks with a percentile bootstrap CI (tasks resampled, fixed seed)."""
-    a = np.asarray(a_means, dtype=float)
-    b = np.asarray(b_means, dtype=float)
-    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
-        raise ValueError("need two non-empty 1-d arrays of the same length")
-    d = b - a
-    diff = float(d.mean())
-    if np.all(d == d[0]):
-        return PairedDiff(diff, diff, diff, int(d.size))
-    means = _bootstrap_means(d, n_resamples, seed)
-    alpha = 1 - confidence
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return PairedDiff(diff, float(min(low, diff)), float(max(high, diff)), int(d.size))
-
-
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts (A passed only, B passed only)."""
     if a_only < 0 or b_only < 0:
@@ -217,9 +187,29 @@ def _integer_scale(d: NDArray[np.float64]) -> tuple[NDArray[np.int64], int] | No
         denominators.append(frac.denominator)
     scale = math.lcm(*denominators) if denominators else 1
     ints = np.array([int(f * scale) for f in numerators], dtype=np.int64)
-    if int(np.abs(ints).sum()) * ints.size > _EXACT_MAX_WORK:
+    if exact_work(ints) > EXACT_MAX_WORK:
         return None
     return ints, scale
+
+
+def sign_flip_exact_p(ints: NDArray[np.int64]) -> float:
+    """Exact two-sided sign-flip p-value of integer differences: P(|sum of flipped| >= |observed sum|)."""
+    # null distribution of the integer sum, grown one task at a time: support [-partial, +partial]
+    dist = np.ones(1)
+    for v in np.abs(ints):
+        grown = np.zeros(dist.size + 2 * int(v))
+        grown[: dist.size] += dist
+        grown[2 * int(v) :] += dist
+        dist = grown / 2
+    span = (dist.size - 1) // 2
+    observed = abs(int(ints.sum()))
+    support = np.abs(np.arange(-span, span + 1))
+    return min(1.0, float(dist[support >= observed].sum()))
+
+
+def exact_work(ints: NDArray[np.int64]) -> int:
+    """Cost of :func:`sign_flip_exact_p` on ``ints`` (support width x tasks)."""
+    return int(np.abs(ints).sum()) * int(ints.size)
 
 
 def sign_flip_test(diffs: ArrayLike, n_resamples: int = 20_000, seed: int = DEFAULT_SEED) -> PairedTest:
@@ -235,19 +225,7 @@ def sign_flip_test(diffs: ArrayLike, n_resamples: int = 20_000, seed: int = DEFA
         return PairedTest(1.0, "sign-flip exact")
     scaled = _integer_scale(d)
     if scaled is not None:
-        ints, _ = scaled
-        # null distribution of the integer sum, grown one task at a time: support [-partial, +partial]
-        dist = np.ones(1)
-        for v in np.abs(ints):
-            grown = np.zeros(dist.size + 2 * int(v))
-            grown[: dist.size] += dist
-            grown[2 * int(v) :] += dist
-            dist = grown / 2
-        span = (dist.size - 1) // 2
-        observed = abs(int(ints.sum()))
-        support = np.abs(np.arange(-span, span + 1))
-        p = float(dist[support >= observed].sum())
-        return PairedTest(min(1.0, p), "sign-flip exact")
+        return PairedTest(sign_flip_exact_p(scaled[0]), "sign-flip exact")
     # Monte Carlo: sum of flipped diffs = 2 * (diffs where the sign is +) - sum(diffs); signs from random bits
     rng = np.random.default_rng(seed)
     observed_f = abs(float(d.sum()))

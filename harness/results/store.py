@@ -5,11 +5,13 @@ Write protocol (per benchmark, under the inter-process lock ``<benchmark>/.runs.
 1. read ``runs.csv`` and check it against ``runs.csv.sha256`` (a damaged table is never extended); when every
    row is in the current format the new row is appended as one more line (cost: a byte copy, no re-validation
    of old rows, which the checksum vouches for), otherwise all rows are validated, upgraded and rewritten;
-2. write the run's outcomes and manifest (each atomically: temp file, fsync, ``os.replace``);
+2. write ``files.sha256`` listing the run's outcomes and manifest (an update lists old and new digests), then
+   those files (each atomically: temp file, fsync, ``os.replace``);
 3. write the checksum sidecar accepting both the old and the new table digest, then replace ``runs.csv`` with the
    new content, then write the sidecar with only the new digest.
 
-A crash or error at any step leaves a table that reads back as either the previous or the new version; step 3's
+Once the table is written, ``files.sha256`` is written again with only the new digests. A crash or error at
+any step leaves a table that reads back as either the previous or the new version; step 3's
 transitional sidecar is what keeps the two files consistent without a multi-file transaction. Readers take no
 lock (they never write, not even a lock file); one that races a writer and sees the two files from different
 steps retries (see :meth:`ResultStore._read_settled`).
@@ -30,9 +32,12 @@ from harness.errors import ResultsError
 from harness.paths import results_dir
 from harness.results import layout
 from harness.results.atomic import atomic_write, describe_os_error, ensure_dir
+from harness.results.checksums import FileSums
 from harness.results.codec import (
     ChecksumError,
     OutcomeRecords,
+    decode_manifest,
+    decode_outcomes,
     decode_runs,
     encode_checksum,
     encode_manifest,
@@ -144,8 +149,13 @@ class ResultStore:
                 run_ids = [r.run_id for r in rows]
             if run_ids and row.run_id in run_ids:
                 raise ResultsError(f"{table}: run_id {row.run_id!r} already recorded")
-            atomic_write(self.root / layout.outcomes_path(bench, row.run_id), outcome_bytes)
-            atomic_write(self.root / layout.manifest_path(bench, row.run_id), manifest_bytes)
+            sums = self._write_files(
+                bench,
+                {
+                    layout.outcomes_path(bench, row.run_id): outcome_bytes,
+                    layout.manifest_path(bench, row.run_id): manifest_bytes,
+                },
+            )
             if data is None:
                 new_data = encode_runs([row])
             elif rows is None:
@@ -153,6 +163,7 @@ class ResultStore:
             else:
                 new_data = encode_runs([*rows, row])
             self._write_table(bench, new_data, digest)
+            self._write_sums(bench, sums.settled())
 
     def update_run(
         self,
@@ -182,12 +193,18 @@ class ResultStore:
             index = next((i for i, r in enumerate(rows) if r.run_id == row.run_id), None)
             if index is None:
                 raise ResultsError(f"{table}: no run {row.run_id!r} to update")
-            if outcome_bytes is not None:
-                atomic_write(self.root / layout.outcomes_path(bench, row.run_id), outcome_bytes)
-            if manifest_bytes is not None:
-                atomic_write(self.root / layout.manifest_path(bench, row.run_id), manifest_bytes)
+            files = {
+                path: content
+                for path, content in (
+                    (layout.outcomes_path(bench, row.run_id), outcome_bytes),
+                    (layout.manifest_path(bench, row.run_id), manifest_bytes),
+                )
+                if content is not None
+            }
+            sums = self._write_files(bench, files)
             rows[index] = row
             self._write_table(bench, encode_runs(rows), digest)
+            self._write_sums(bench, sums.settled())
 
     def check_writable(self, benchmark: str) -> None:
         """Fail now, not after hours of training, when the table's folder cannot be written (read-only, full)."""
@@ -208,18 +225,54 @@ class ResultStore:
                 probe.unlink()
 
     def rehash(self, benchmark: str) -> str:
-        """Accept ``runs.csv`` as it is after validating every row (e.g. after resolving a merge by hand).
+        """Accept ``runs.csv`` and its runs' outcome and manifest files as they are, after validating them all.
 
-        Writes a fresh checksum sidecar and returns the digest. Invalid rows still raise.
+        The deliberate way to accept a hand edit (e.g. after resolving a merge by hand). Writes fresh checksums
+        (``runs.csv.sha256`` and ``files.sha256``) and returns the table's digest. Invalid rows or files, and a
+        row whose outcome or manifest file is missing, still raise.
         """
         with self._locked(benchmark):
-            data = self.reader.tree.read(layout.runs_path(benchmark))
+            tree = self.reader.tree
+            data = tree.read(layout.runs_path(benchmark))
             if data is None:
                 raise ResultsError(f"{self.root / layout.runs_path(benchmark)}: no such table")
-            decode_runs(data, str(self.root / layout.runs_path(benchmark)), benchmark)
+            rows = decode_runs(data, str(self.root / layout.runs_path(benchmark)), benchmark)
+            files: dict[str, bytes] = {}
+            for row in rows:
+                outcomes = layout.outcomes_path(benchmark, row.run_id)
+                manifest = layout.manifest_path(benchmark, row.run_id)
+                found = tree.read_many([outcomes, manifest])
+                for path, content in found.items():
+                    if content is None:
+                        raise ResultsError(f"{tree.where(path)}: missing (run {row.run_id!r} of runs.csv)")
+                decode_outcomes(found[outcomes] or b"", tree.where(outcomes), row.run_id)
+                decode_manifest(found[manifest] or b"", tree.where(manifest))
+                files.update({p: c for p, c in found.items() if c is not None})
+            self._write_sums(benchmark, FileSums().with_files(self._relative(benchmark, files)))
             digest = sha256_hex(data)
             atomic_write(self.root / layout.checksum_path(benchmark), encode_checksum([digest], layout.RUNS_FILE))
             return digest
+
+    # ------------------------------------------------------------------------------------------ file checksums
+
+    @staticmethod
+    def _relative(benchmark: str, files: Mapping[str, bytes]) -> dict[str, bytes]:
+        return {layout.in_benchmark(benchmark, p): c for p, c in files.items()}
+
+    def _current_sums(self, benchmark: str) -> FileSums:
+        data = self.reader.tree.read(layout.file_sums_path(benchmark))
+        return FileSums() if data is None else FileSums.decode(data, str(self.root / layout.file_sums_path(benchmark)))
+
+    def _write_sums(self, benchmark: str, sums: FileSums) -> None:
+        atomic_write(self.root / layout.file_sums_path(benchmark), sums.encode())
+
+    def _write_files(self, benchmark: str, files: Mapping[str, bytes]) -> FileSums:
+        """List ``files`` in ``files.sha256`` (keeping their old digests for now), then write them; the new sums."""
+        sums = self._current_sums(benchmark).with_files(self._relative(benchmark, files), keep_old=True)
+        self._write_sums(benchmark, sums)
+        for path, content in files.items():
+            atomic_write(self.root / path, content)
+        return sums
 
     def _read_verified(self, benchmark: str) -> tuple[bytes | None, str | None]:
         """The table's bytes and digest after the checksum check (``None, None`` when there is no table yet)."""

@@ -109,6 +109,21 @@ def record(store: ResultStore, run_id: str, passes: Sequence[bool | Sequence[boo
     return row
 
 
+def accept_file(path: Path) -> None:
+    """List ``path`` (an outcomes or manifest file) in its benchmark's ``files.sha256`` with its current bytes.
+
+    Simulates a file that matches its checksum but is damaged (written so by a faulty tool), to reach the checks
+    behind the checksum.
+    """
+    from harness.results.checksums import FileSums
+
+    folder = path.parent.parent
+    sums_file = folder / "files.sha256"
+    sums = FileSums.decode(sums_file.read_bytes(), str(sums_file))
+    relative = path.relative_to(folder).as_posix()
+    sums_file.write_bytes(sums.with_files({relative: path.read_bytes()}).encode())
+
+
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo``; return stdout."""
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}

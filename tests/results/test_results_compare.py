@@ -105,9 +105,11 @@ def test_fail_on_regression_exit_codes(repo: Repo) -> None:
 def test_table_and_markdown_output(repo: Repo) -> None:
     table = cli(repo, "compare", "HEAD~1", "HEAD")
     assert table.exit_code == 0
-    assert "math/smoke" in table.stdout and "other/smoke" in table.stdout
-    assert "-50.0 pp" in table.stdout and "1 regression(s)" in table.stdout
-    assert "new failures: t020" in table.stdout
+    text = " ".join(table.stdout.split())  # the caption wraps
+    assert "math/smoke" in text and "other/smoke" in text
+    assert "-50.0 pp" in text and "1 regression(s)" in text
+    assert "A pass and B pass are over each side's own tasks; B - A, its CI and p are over the paired tasks" in text
+    assert "new failures: t020" in text
     md = cli(repo, "compare", "HEAD~1", "HEAD", "--format", "md")
     assert md.exit_code == 0
     lines = md.stdout.splitlines()
@@ -246,3 +248,102 @@ def test_results_rehash_command(repo: Repo) -> None:
 
 def test_dataset_constant_is_a_sha256() -> None:
     assert len(DATASET) == 64
+
+
+def test_the_phases_of_one_run_and_runs_of_two_profiles_compare(tmp_path: Path) -> None:
+    """``run:<id>@before`` against ``run:<id>@after`` compares one run's baseline with its trained model; two named
+    runs of different profiles (a tuned profile trained without its own baseline) pair up when asked."""
+    store = ResultStore(tmp_path / "results")
+    outcomes = outcomes_from([[False] * 4 for _ in range(20)], phase="before") + outcomes_from(
+        [[i < 12] * 4 for i in range(20)], phase="after"
+    )
+    store.append_run(make_row("r1", outcomes, profile="reference"), outcomes, {})
+    tuned = outcomes_from([[i < 15] * 4 for i in range(20)])
+    store.append_run(make_row("t1", tuned, profile="tuned"), tuned, {})
+
+    (pair,) = compare(parse_source("run:r1@before", store.root), parse_source("run:r1@after", store.root)).pairs
+    assert pair.a is not None and pair.b is not None
+    assert (pair.a.phases, pair.b.phases) == (["before"], ["after"])
+    assert (pair.a.pass_rate, pair.b.pass_rate, pair.mark) == (0.0, 0.6, "+")
+    assert pair.p_value == pytest.approx(2 * 0.5**12)  # 12 tasks gained, none lost
+
+    (cross,) = compare(
+        parse_source("run:r1@before", store.root), parse_source("run:t1", store.root), across_profiles=True
+    ).pairs
+    assert cross.profile == "reference vs tuned" and cross.mark == "+" and cross.diff == pytest.approx(0.75)
+    apart = compare(parse_source("run:r1@before", store.root), parse_source("run:t1", store.root)).pairs
+    assert [p.mark for p in apart] == ["x", "x"]  # without asking, other profiles are other pairs
+    with pytest.raises(ResultsError, match="--across-profiles pairs runs named by id"):
+        compare(WorktreeSource(store.root), parse_source("run:t1", store.root), across_profiles=True)
+    default = compare(parse_source("run:r1", store.root), parse_source("run:r1@before", store.root)).pairs[0]
+    assert default.a is not None and default.a.phases == ["after"]  # a run's final phase unless one is named
+
+    with pytest.raises(ResultsError, match="the phase after @ is before or after, not 'during'"):
+        parse_source("run:r1@during", store.root)
+    with pytest.raises(ResultsError, match=r"run:t1@before: the run\(s\) have no before outcomes"):
+        compare(parse_source("run:t1@before", store.root), parse_source("run:t1", store.root))
+
+
+def test_x_pairs_fail_the_gate_unless_allowed(repo: Repo) -> None:
+    record(repo.store, "new-bench", passes(10, range(5)), benchmark="fresh", started_at="2025-01-03T00:00:00Z")
+    gate = cli(repo, "compare", "HEAD", ".", "--fail-on-regression", "--format", "json")
+    assert gate.exit_code == 1  # a benchmark appeared on one side only: the gate notices
+    fresh = pairs_by_name(gate)["fresh/smoke"]
+    assert fresh["mark"] == "x" and json.loads(gate.stdout)["not_comparable"] == 1
+    assert "fresh/smoke" in fresh["reason"] and "side A (table at " in fresh["reason"]
+    assert cli(repo, "compare", "HEAD", ".", "--fail-on-regression", "--allow-missing").exit_code == 0
+    assert cli(repo, "compare", "HEAD", ".").exit_code == 0
+    alone = cli(repo, "compare", "HEAD", ".", "--allow-missing")  # only with --fail-on-regression
+    assert isinstance(alone.exception, ResultsError) and "--fail-on-regression" in str(alone.exception)
+
+
+def test_a_missing_profile_names_what_the_side_has(repo: Repo) -> None:
+    record(repo.store, "math-verl", passes(50, range(40)), profile="verl", started_at="2025-01-03T00:00:00Z")
+    result = compare(RunIdsSource(["math-a"], repo.root), RunIdsSource(["math-verl"], repo.root))
+    reasons = {f"{p.benchmark}/{p.profile}": p.reason for p in result.pairs}
+    assert "no runs of math/verl on side A (runs math-a); those runs are of math/smoke" == reasons["math/verl"]
+    assert "those runs are of math/verl" in reasons["math/smoke"]
+
+
+def test_failed_or_incomplete_runs_named_by_id_are_flagged(repo: Repo) -> None:
+    outcomes = outcomes_from(passes(50, range(10)))
+    repo.store.append_run(make_row("math-broke", outcomes, status="failed", failed_phase="eval"), outcomes, {})
+    result = cli(repo, "compare", "run:math-a", "run:math-broke", "--format", "json")
+    pair = pairs_by_name(result)["math/smoke"]
+    assert pair["warnings"] == ["side B: run math-broke is failed in phase eval; its outcomes are partial"]
+    table = cli(repo, "compare", "run:math-a", "run:math-broke")
+    assert "warning: side B: run math-broke is failed" in " ".join(table.stdout.split())
+
+
+def test_code_source_compares_the_code_not_the_table(repo: Repo) -> None:
+    code_v0, first, _ = repo.commits
+    # the table at code_v0 predates every row, so a revision side is empty there, and says where to look
+    by_table = compare(parse_source(code_v0, repo.root), parse_source("HEAD", repo.root), benchmark="math")
+    (pair,) = by_table.pairs
+    assert pair.mark == "x" and f"table at {code_v0[:10]}" in pair.reason
+    assert f"try code:{code_v0[:10]}" in pair.reason
+    # the runs measured with the code at code_v0 (committed later, in `first`) against those of `first`
+    by_code = compare(parse_source(f"code:{code_v0}", repo.root), parse_source(f"code:{first}", repo.root))
+    marks = {f"{p.benchmark}/{p.profile}": p for p in by_code.pairs}
+    assert marks["math/smoke"].mark == "-" and marks["math/smoke"].a is not None
+    assert marks["math/smoke"].a.run_ids == ["math-a"] and marks["other/smoke"].mark == "~"
+    empty = compare(parse_source(f"code:{repo.commits[-1]}", repo.root), parse_source("HEAD", repo.root))
+    assert all(p.mark == "x" and "runs of the code at" in p.reason for p in empty.pairs)
+    bad = cli(repo, "compare", "code:", "HEAD")
+    assert isinstance(bad.exception, ResultsError)
+
+
+def test_difference_interval_agrees_with_the_mark(repo: Repo) -> None:
+    for pair in compare(parse_source("HEAD~1", repo.root), parse_source("HEAD", repo.root)).pairs:
+        assert pair.diff_ci_low is not None and pair.diff_ci_high is not None
+        assert (pair.diff_ci_low > 0 or pair.diff_ci_high < 0) == (pair.mark in "+-")
+        assert pair.a_paired_pass is not None and pair.b_paired_pass is not None
+
+
+def test_reproduction_rows_are_not_pooled_into_a_side(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "results")
+    record(store, "orig", passes(20, range(5)), started_at="2025-01-01T00:00:00Z")
+    record(store, "again", passes(20, range(5)), started_at="2025-01-02T00:00:00Z", note="reproduces orig")
+    assert [r.run_id for r in WorktreeSource(store.root).groups()[("math", "smoke")]] == ["orig"]
+    named = compare(RunIdsSource(["orig"], store.root), RunIdsSource(["again"], store.root))
+    assert named.pairs[0].mark == "~" and named.pairs[0].n_paired_tasks == 20

@@ -162,39 +162,6 @@ def test_paired_test_chooses_mcnemar_for_one_sample_and_sign_flip_otherwise() ->
     assert many.p_value == pytest.approx(_brute_force_sign_flip([-2 / 3, 0.0, 1.0]))
 
 
-def test_paired_bootstrap_reproducible_and_brackets_the_difference() -> None:
-    rng = np.random.default_rng(1)
-    a = rng.integers(0, 2, 60).astype(float)
-    b = np.where(rng.random(60) < 0.2, 1 - a, a)
-    first = stats.paired_bootstrap(a, b, seed=3)
-    assert first == stats.paired_bootstrap(a, b, seed=3)
-    assert first.diff == pytest.approx(float(np.mean(b - a)))
-    assert first.low <= first.diff <= first.high
-    d = b - a
-    sd = d.std() / math.sqrt(d.size)  # normal approximation as an independent reference
-    assert (first.low, first.high) == pytest.approx((first.diff - 1.96 * sd, first.diff + 1.96 * sd), abs=0.03)
-
-
-def test_paired_bootstrap_matches_a_naive_loop() -> None:
-    a = np.array([1, 0, 1, 1, 0, 1, 0, 0, 1, 1], dtype=float)
-    b = np.array([1, 1, 1, 0, 0, 1, 1, 0, 1, 1], dtype=float)
-    result = stats.paired_bootstrap(a, b, n_resamples=2000, seed=11)
-    rng = np.random.default_rng(11)
-    idx = rng.integers(0, 10, size=(2000, 10))
-    means = [float(np.mean([b[i] - a[i] for i in row])) for row in idx]
-    assert result.low == pytest.approx(float(np.quantile(means, 0.025)))
-    assert result.high == pytest.approx(float(np.quantile(means, 0.975)))
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "expected"),
-    [([1.0] * 5, [1.0] * 5, 0.0), ([0.0] * 5, [0.0] * 5, 0.0), ([1.0], [0.0], -1.0), ([0.0] * 4, [1.0] * 4, 1.0)],
-)
-def test_paired_bootstrap_degenerate_cases(a: list[float], b: list[float], expected: float) -> None:
-    result = stats.paired_bootstrap(a, b)
-    assert (result.diff, result.low, result.high) == (expected, expected, expected)
-
-
 def test_pass_hat_k_hand_computed() -> None:
     # task A: 3/4, task B: 1/4, task C: 4/4
     result = stats.pass_hat_k([3, 1, 4], [4, 4, 4])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from results_factories import make_row, outcomes_from, record
+from results_factories import accept_file, make_row, outcomes_from, record
 
 from harness.errors import HarnessError, ResultsError
 from harness.results import FORMAT_VERSION, ResultStore, RunRow
@@ -273,8 +273,13 @@ def test_bad_outcome_row_names_the_line(store: ResultStore) -> None:
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ResultsError) as exc:
         store.outcomes("math", "r1")
+    one_line_error(exc, str(path), "checksum mismatch", "--rehash")
+    accept_file(path)
+    with pytest.raises(ResultsError) as exc:
+        store.outcomes("math", "r1")
     one_line_error(exc, f"{path}:4", "passed")
     path.write_text("\n".join(lines[:2]) + "\nafter,t00")
+    accept_file(path)
     with pytest.raises(ResultsError) as exc:
         store.outcomes("math", "r1")
     one_line_error(exc, str(path), "truncated")
@@ -338,6 +343,10 @@ def test_outcome_row_problems_name_the_line(store: ResultStore, line: str, needl
     record(store, "r1", [True])
     path = store.root / "math" / "outcomes" / "r1.csv"
     path.write_text(path.read_text() + line.rstrip("\n") + "\n")
+    with pytest.raises(ResultsError) as exc:
+        store.outcomes("math", "r1")
+    one_line_error(exc, str(path), "checksum mismatch")
+    accept_file(path)
     with pytest.raises(ResultsError) as exc:
         store.outcomes("math", "r1")
     one_line_error(exc, f"{path}:3", needle)
