@@ -7,6 +7,9 @@ Lookup order for each split file:
 3. an offline mirror directory (``--data-mirror`` or ``HARNESS_DATA_MIRROR``), laid out as ``<mirror>/<name>/<path>``;
 4. the pinned source: a URL, or ``package://<dist>==<version>/<folder>`` inside an installed package.
 
+A relative ``source`` (e.g. ``data``) is a folder inside the benchmark's own folder: its files ship with the
+benchmark, so they are read from there (after the cache) and never from a local copy or a mirror.
+
 A split may ``select`` part of a file: a seeded shuffle slice, or the ids listed in another pinned file.
 
 A file whose hash does not match is never used: it is reported with both digests and left out of the cache.
@@ -78,6 +81,9 @@ def fetch_file(dataset: DatasetSpec, split: str, entry: DatasetFile, mirror: Pat
             return ResolvedFile(split, cached, entry.sha256, "cache")
         cached.unlink()  # corrupted cache entry: fetch again
 
+    if dataset.in_benchmark:
+        return _from_benchmark(dataset, split, entry, cached)
+
     local_env = dataset.local_dir_env
     if local_env and os.environ.get(local_env):
         candidate = Path(os.environ[local_env]) / dataset.local_subdir / entry.path
@@ -110,6 +116,19 @@ def fetch_file(dataset: DatasetSpec, split: str, entry: DatasetFile, mirror: Pat
         hint = f" (set {MIRROR_ENV} or --data-mirror to an offline copy)"
         raise DataError(f"{url}: download failed: {getattr(exc, 'reason', exc)}{hint}") from None
     return ResolvedFile(split, cached, entry.sha256, url)
+
+
+def _from_benchmark(dataset: DatasetSpec, split: str, entry: DatasetFile, cached: Path) -> ResolvedFile:
+    if dataset.folder is None:
+        raise DataError(f"dataset {dataset.name}: source {dataset.source!r} is relative but has no folder")
+    path = dataset.folder / dataset.source / entry.path
+    if not path.resolve().is_relative_to(dataset.folder.resolve()):
+        raise DataError(f"dataset {dataset.name}: {entry.path!r} is outside the benchmark folder")
+    if not path.is_file():
+        raise DataError(f"{path}: not found (dataset {dataset.name}, source {dataset.source!r})")
+    with path.open("rb") as src:
+        _atomic_copy_verified(src, cached, entry.sha256, str(path))
+    return ResolvedFile(split, cached, entry.sha256, f"benchmark:{dataset.source}")
 
 
 def _from_package(dataset: DatasetSpec, split: str, entry: DatasetFile, cached: Path) -> ResolvedFile:

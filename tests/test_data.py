@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.data import fetch_split, load_split, read_jsonl
-from harness.errors import DataError
+from harness.errors import DataError, SpecError
 from harness.spec import DatasetSpec, load_spec
-from support import MATH_SPEC
+from support import MATH_SPEC, REPO
 
 
 @pytest.fixture
@@ -83,3 +83,64 @@ def test_bad_jsonl_line(tmp_path: Path) -> None:
     p.write_text('{"ok": 1}\n{broken\n')
     with pytest.raises(DataError, match=r"x.jsonl:2: invalid JSON"):
         read_jsonl(p)
+
+
+def _benchmark_spec(tmp_path: Path, source: str, path: str = "t.jsonl") -> Path:
+    """A copy of the arith spec (outside its folder) with another data source and train file."""
+    folder = tmp_path / "bench"
+    folder.mkdir(exist_ok=True)
+    spec = (REPO / "benchmarks" / "arith" / "spec.yaml").read_text()
+    spec = spec.replace("source: data\n", f"source: {source!r}\n")
+    spec = spec.replace("train: {path: train.jsonl", f"train: {{path: {path!r}")
+    (folder / "spec.yaml").write_text(spec)
+    return folder / "spec.yaml"
+
+
+@pytest.mark.parametrize("source", ["data", "./data", "data/", "./data/."])
+def test_relative_source_is_read_from_the_benchmark_folder(tmp_path: Path, cache: Path, source: str) -> None:
+    body = b'{"id": "a"}\n'
+    spec_file = _benchmark_spec(tmp_path, source, "t.jsonl")
+    (spec_file.parent / "data").mkdir(exist_ok=True)
+    (spec_file.parent / "data" / "t.jsonl").write_bytes(body)
+    spec_file.write_text(
+        spec_file.read_text().replace(
+            "41c140258a1e6b7660ad988f7fd9a943f308cc47445b2f7af8485eebe6098f89", hashlib.sha256(body).hexdigest()
+        )
+    )
+    dataset = load_spec(spec_file).dataset
+    assert dataset.folder == spec_file.parent
+    rows, resolved = load_split(dataset, "train", mirror=tmp_path / "no-mirror")
+    assert rows == [{"id": "a"}] and resolved.origin == "benchmark:data"
+    assert fetch_split(dataset, "train").origin == "cache"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("../data", "must stay inside the benchmark's folder"),
+        ("data/../../x", "must stay inside the benchmark's folder"),
+        ("/srv/data", "must be relative to the benchmark's folder"),
+        ("C:/data", "must be relative to the benchmark's folder"),
+        ("", "must not be empty"),
+        ("ftp://example.org/data", "http(s)://, file:// or package:// URL, or a folder"),
+    ],
+)
+def test_bad_relative_source_is_a_one_line_spec_error(tmp_path: Path, source: str, message: str) -> None:
+    with pytest.raises(SpecError) as err:
+        load_spec(_benchmark_spec(tmp_path, source))
+    assert message in str(err.value) and "dataset.source" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_relative_source_errors(tmp_path: Path, cache: Path) -> None:
+    unbound = _spec("data", "0" * 64)
+    with pytest.raises(DataError, match="is relative but has no folder"):
+        fetch_split(unbound, "test")
+    unbound.bind_folder(tmp_path)
+    with pytest.raises(DataError, match=r"t.jsonl: not found \(dataset toy, source 'data'\)"):
+        fetch_split(unbound, "test")
+    escaping = DatasetSpec.model_validate(
+        {"name": "toy", "source": "data", "splits": {"test": {"path": "../../x.jsonl", "sha256": "0" * 64}}}
+    )
+    escaping.bind_folder(tmp_path / "bench")
+    with pytest.raises(DataError, match="outside the benchmark folder"):
+        fetch_split(escaping, "test")

@@ -1,39 +1,60 @@
-"""End to end through the CLI: baseline eval -> one real GRPO step -> eval of the new checkpoint -> results row."""
+"""End to end through the CLI: baseline eval -> one real GRPO step -> eval of the new checkpoint -> results row,
+then ``harness reproduce`` of that row (a second real run, in a clean worktree of the run's commit).
+
+The run happens in a throw-away git repository holding this checkout's harness and the shrunken benchmark, so its
+row names a clean commit that has exactly the spec it ran.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from harness.paths import cache_dir, env_python
 from support import REPO, copy_math_benchmark
 
 pytestmark = pytest.mark.slow
 
 
-def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path) -> None:
+def _checkout(dest: Path) -> Path:
+    """A git repository with this checkout's harness and the math benchmark shrunk to 3 tasks and 1 step."""
+    shutil.copytree(REPO / "harness", dest / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     copy_math_benchmark(
-        tmp_path / "benchmarks",
+        dest / "benchmarks",
         {"evaluation": {"limit": 3, "max_tokens": 64}, "training": {"config": {"max_steps": 1}}},
     )
-    env = dict(
-        os.environ,
-        HARNESS_BENCHMARKS=str(tmp_path / "benchmarks"),
+    (dest / ".gitignore").write_text("__pycache__/\n")
+    identity = ["-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", "e2e checkout"]):
+        subprocess.run(["git", "-C", str(dest), *args], check=True, capture_output=True)
+    return dest
+
+
+def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path / "checkout")
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_BENCHMARKS"}
+    env.update(
+        PYTHONPATH=str(checkout),
         HARNESS_RESULTS=str(tmp_path / "results"),
         HARNESS_ARTIFACTS=str(tmp_path / "artifacts"),
+        HARNESS_CACHE=str(cache_dir()),
         HARNESS_DATA_MIRROR=str(mirror),
+        HARNESS_ENV_SERVE_CPU=str(env_python("serve-cpu").parent.parent),
+        HARNESS_ENV_CALCULATOR=str(env_python("calculator").parent.parent),
     )
     proc = subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", "math", "--backend", "local"],
         capture_output=True,
         text=True,
         env=env,
-        cwd=REPO,
+        cwd=checkout,
         timeout=1800,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -64,8 +85,37 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
     assert manifest["engine"]["name"] == "trl-grpo"
     assert manifest["train_metrics"] and manifest["train_metrics"][0]["step"] == 1
     assert "torch" in manifest["packages"]
+    # the whole process tree's peak memory, and which phase and processes held it
+    resources = manifest["resources"]
+    assert 200 * 2**20 < resources["peak_pss_bytes"] <= resources["peak_rss_bytes"] * 1.2
+    assert resources["peak_phase"] in ("setup", "baseline", "train", "eval") and resources["peak_top"]
+    # trl-grpo trains without the model server: it is stopped for training, another serves the trained model
+    assert manifest["serving"]["starts"] == 2 and manifest["serving"]["weight_loads"] == 0
     run_dir = tmp_path / "artifacts" / "runs" / row["run_id"]
     for name in ("rollouts-before.jsonl", "rollouts-after.jsonl", "train.log", "server-before.log", "manifest.json"):
         assert (run_dir / name).exists(), name
     first = json.loads((run_dir / "rollouts-after.jsonl").read_text().splitlines()[0])
     assert {"task_id", "messages", "reward", "latency_s", "prompt_tokens"} <= set(first)
+
+    # the same run again, from its row and manifest, in a clean worktree of its commit: CPU training is
+    # bit-deterministic, so the trained checkpoint and every outcome must be identical
+    assert row["git_dirty"] == "false"
+    again = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "reproduce", row["run_id"]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=checkout,
+        timeout=1800,
+    )
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"agrees with {row['run_id']}" in again.stdout
+    rows = list(csv.DictReader(table.open()))
+    assert len(rows) == 2 and rows[1]["note"] == f"reproduces {row['run_id']}"
+    assert rows[1]["model_hash_after"] == row["model_hash_after"] and rows[1]["git_commit"] == row["git_commit"]
+    assert (
+        subprocess.run(["git", "-C", str(checkout), "worktree", "list"], capture_output=True, text=True).stdout.count(
+            "\n"
+        )
+        == 1
+    )  # the reproduction's worktree is gone

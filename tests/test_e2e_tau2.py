@@ -128,6 +128,12 @@ def test_tau2_run_survives_a_dead_user_simulator(smoke_model: Path, tmp_path: Pa
     assert len(metrics) == 1 and metrics[0]["traced_calls"] >= 2 and metrics[0]["rollouts"] == 2
     traced = [json.loads(line) for line in (run_dir / "train" / "rollouts-step1.jsonl").read_text().splitlines()]
     assert len(traced) == 2 and all(e["error_kind"] != "infra" for e in traced)
+    # the training rollouts used the baseline's server; a step that changed the weights (not every step does:
+    # groups with equal rewards carry no signal) gets the trained checkpoint a server of its own, since SmolLM2's
+    # tied output layer cannot be reloaded in place
+    updated = row["model_hash_after"] != row["model_hash_before"]
+    assert manifest["serving"]["starts"] == (2 if updated else 1) and manifest["serving"]["weight_loads"] == 0
+    assert not (run_dir / "train" / "rollouts-step1.server.log").exists()
 
     # τ²'s own tools read the baseline, and agree with the harness's pass^k
     from tau2.data_model.simulation import Results

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from harness.benchmark import Episode, RolloutContext, Task, load_module, message_record, register_benchmark
 from harness.spec import BenchmarkSpec
 from harness.tools.calculator import calculate, open_calculator
+from harness.tools.schema import readable_functions
 
 _reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_math_reward")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?")
@@ -44,7 +45,7 @@ class MathBenchmark:
         started = time.perf_counter()
         response = await agent.run(
             task.prompt,
-            tools=ctx.resources,
+            tools=readable_functions(ctx.resources),
             options={"temperature": ctx.temperature, "max_tokens": ctx.max_tokens, "seed": ctx.seed},
         )
         latency = time.perf_counter() - started
