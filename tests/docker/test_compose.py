@@ -3,21 +3,14 @@ and brought up for real on CPU: the policy server answers a chat completion, the
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import socket
-import subprocess
-import time
-import uuid
-from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
-from support_docker import COMPOSE_FILE, ROOT, compose_cli, compose_json, require_engine_and_images, unavailable
+from support_docker import COMPOSE_FILE, compose_cli, compose_json, unavailable
 
 pytestmark = pytest.mark.docker
 
@@ -112,136 +105,8 @@ def test_no_literal_keys(cli: list[str]) -> None:
 
 
 # --- compose up, for real (CPU profile) ------------------------------------------------------------------------------
-
-
-def _containers_of(project: str) -> list[str]:
-    """Containers (running or not) that compose created for ``project``."""
-    return subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", f"label=com.docker.compose.project={project}"],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.mark.slow
-def test_compose_up_cpu(cli: list[str], smoke_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    require_engine_and_images("harness-cpu:latest", "harness-calculator:latest")
-    project = f"harness-test-{uuid.uuid4().hex[:8]}"
-    port = _free_port()
-    env = dict(
-        os.environ,
-        POLICY_MODEL_PATH=str(smoke_model),
-        POLICY_PORT=str(port),
-        POLICY_MAX_MODEL_LEN="2048",
-        HARNESS_UID=str(os.getuid()),
-        HARNESS_GID=str(os.getgid()),
-    )
-    base = [*cli, "-f", str(COMPOSE_FILE), "-p", project, "--profile", "cpu"]
-    try:
-        up = subprocess.run(
-            [*base, "up", "-d", "--wait", "--wait-timeout", "600", "policy-server-cpu", "calculator"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=900,
-        )
-        if up.returncode != 0:
-            logs = subprocess.run([*base, "logs", "--tail", "60"], capture_output=True, text=True, env=env, cwd=ROOT)
-            pytest.fail(f"compose up failed:\n{up.stderr[-3000:]}\n{logs.stdout[-4000:]}")
-
-        # The policy server, over HTTP from the host.
-        url = f"http://127.0.0.1:{port}/v1"
-        models = httpx.get(f"{url}/models", timeout=10).json()
-        assert [m["id"] for m in models["data"]] == ["policy"]
-        reply = httpx.post(
-            f"{url}/chat/completions",
-            json={"model": "policy", "messages": [{"role": "user", "content": "What is 2+3?"}], "max_tokens": 16},
-            timeout=120,
-        )
-        assert reply.status_code == 200, reply.text
-        body = reply.json()
-        assert body["choices"][0]["message"]["content"] or body["choices"][0]["message"].get("tool_calls")
-        assert body["usage"]["completion_tokens"] > 0
-
-        # The calculator service is healthy, and a fresh one from `compose run` answers an MCP client.
-        ps = subprocess.run([*base, "ps", "--format", "json", "calculator"], capture_output=True, text=True, env=env)
-        rows = [json.loads(line) for line in ps.stdout.splitlines() if line.strip()]
-        rows = rows[0] if rows and isinstance(rows[0], list) else rows
-        assert rows and rows[0]["Health"] == "healthy", ps.stdout
-
-        from harness.tools.calculator import COMMAND_ENV, calculate, open_calculator
-
-        monkeypatch.setenv(COMMAND_ENV, json.dumps([*base, "run", "--rm", "-T", "calculator"]))
-
-        async def compute() -> list[str]:
-            async with open_calculator() as tool:
-                return [await calculate(tool, "6*7"), await calculate(tool, "2**10 - 24")]
-
-        started = time.monotonic()
-        assert asyncio.run(compute()) == ["42", "1000"]
-        assert time.monotonic() - started < 120
-    finally:
-        down = subprocess.run(
-            [*base, "down", "-v", "--remove-orphans", "--timeout", "10"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=300,
-        )
-        assert down.returncode == 0, down.stderr
-    assert _containers_of(project) == []
-
-
-@pytest.mark.slow
-def test_compose_tau2_eval_cpu(cli: list[str], smoke_model: Path, tmp_path: Path) -> None:
-    """The CPU profile's τ² smoke evaluation in a container: policy and user simulator served inside it by the
-    real engine, τ²'s evaluator scoring, a results row written to the mounted results folder."""
-    require_engine_and_images("harness-cpu:latest")
-    project = f"harness-test-{uuid.uuid4().hex[:8]}"
-    results, artifacts = tmp_path / "results", tmp_path / "artifacts"
-    results.mkdir()
-    artifacts.mkdir()
-    env = dict(
-        os.environ,
-        HARNESS_RESULTS_DIR=str(results),
-        HARNESS_ARTIFACTS_DIR=str(artifacts),
-        HARNESS_CACHE_DIR=str(smoke_model.parents[1]),  # the cache that holds the converted model
-        HARNESS_UID=str(os.getuid()),
-        HARNESS_GID=str(os.getgid()),
-        TAU2_LIMIT="1",
-        TAU2_TRIALS="2",
-    )
-    base = [*cli, "-f", str(COMPOSE_FILE), "-p", project, "--profile", "cpu"]
-    try:
-        proc = subprocess.run(
-            [*base, "run", "--rm", "-T", "tau2-eval-cpu"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=1500,
-        )
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
-    finally:
-        subprocess.run([*base, "down", "-v", "--remove-orphans", "--timeout", "10"], env=env, cwd=ROOT, timeout=300)
-    import csv
-
-    rows = list(csv.DictReader((results / "tau2" / "runs.csv").open()))
-    assert len(rows) == 1 and rows[0]["status"] == "complete" and rows[0]["engine"] == "none"
-    assert rows[0]["n_tasks"] == "1" and rows[0]["samples_per_task"] == "2"
-    manifest = json.loads(next((results / "tau2" / "manifests").glob("*.json")).read_text())
-    assert manifest["user_simulator"]["source"] == "served"
-    assert set(manifest["phases"]["after"]["pass_hat_k"]) == {"1", "2"}
-    native = next(artifacts.glob("runs/*/native-results-after.json"))
-    from tau2.data_model.simulation import Results
-
-    assert len(Results.load(native).simulations) + int(rows[0]["infra_errors_after"]) == 2
-    assert _containers_of(project) == []
+# The README's `docker compose --profile cpu up --wait policy-server-cpu calculator` runs for real in
+# tests/docker/test_readme_compose.py: both services healthy, a chat request answered, a calculator from
+# `compose run` answering an MCP client, and nothing left after `down`.
+# The CPU profile's τ² smoke evaluation in a container (policy and user simulator served inside it, τ²'s evaluator
+# scoring, a row in the mounted results folder) runs as the README's command: tests/docker/test_readme_compose.py.

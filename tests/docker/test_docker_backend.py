@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -148,6 +149,24 @@ def test_available_reports_missing_images(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     ok, reason = DockerBackend.available()
     assert not ok and "Docker engine" in reason
+
+
+def test_images_built_from_other_code_are_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default images are this checkout's content-derived tags: after a source change, until `make images`,
+    auto selection says so and an explicit docker backend refuses in one line (never runs older code)."""
+    require_engine_and_images(CALCULATOR_IMAGE)
+    from harness.backends import docker as docker_backend
+    from harness.errors import HarnessError
+
+    tags = docker_backend.checkout_tags()
+    assert tags is not None and all(re.fullmatch(r"harness-(cpu|calculator):[0-9a-f]{12}", t) for t in tags)
+    monkeypatch.delenv("HARNESS_CPU_IMAGE", raising=False)
+    monkeypatch.delenv("HARNESS_CALCULATOR_IMAGE", raising=False)
+    monkeypatch.setattr(docker_backend, "checkout_tags", lambda: ("harness-cpu:000000000000", tags[1]))
+    ok, reason = docker_backend.DockerBackend.available()
+    assert not ok and reason == "docker image harness-cpu:000000000000 (this checkout's code) not built (make images)"
+    with pytest.raises(HarnessError, match="this checkout's code"):
+        docker_backend.DockerBackend()
 
 
 # --- the math smoke plan through the CLI ------------------------------------------------------------------------------

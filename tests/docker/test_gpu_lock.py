@@ -1,6 +1,10 @@
 """The GPU image's package set: ``docker/requirements/gpu.in`` -> ``gpu.lock``, and the table in ``docker/README.md``.
 
-The static tests read the three files only. ``test_lock_is_what_the_resolver_gives`` runs ``uv pip compile`` (it
+``gpu.lock`` is the set that trained on the H200 (``gpu-h200.txt``, every pin at its version) plus what that machine
+already had (torch and the harness's own dependencies); the calculator's and the model converter's sets are locked
+beside it. The H200 install (scripts/gpu-wheels.sh + gpu-install.sh) and the image install from these same locks.
+
+The static tests read the files only. ``test_lock_is_what_the_resolver_gives`` runs ``uv pip compile`` (it
 fetches package metadata from the index, no wheels: 6 s with a warm uv cache, 8-25 s with a cold one) and is
 skipped when uv is not installed.
 """
@@ -19,40 +23,61 @@ ROOT = Path(__file__).resolve().parents[2]
 REQ_DIR = ROOT / "docker" / "requirements"
 GPU_IN = REQ_DIR / "gpu.in"
 GPU_LOCK = REQ_DIR / "gpu.lock"
+H200_SET = REQ_DIR / "gpu-h200.txt"
+EXCLUDES = REQ_DIR / "gpu-excludes.txt"
+# The smaller sets of the H200 machine and the locks the image and the H200 install install them from.
+SIDE_LOCKS = {"gpu-h200-calculator.txt": "gpu-calculator.lock", "gpu-h200-convert.txt": "gpu-convert.lock"}
 README = ROOT / "docker" / "README.md"
 
-# The one command that makes gpu.lock (`make lock-gpu`); the lock's header and docker/README.md must show it.
+# The one command that makes gpu.lock (`make lock-gpu`, run in docker/requirements/); the lock's header and
+# docker/README.md must show it.
 LOCK_ARGS = [
     "pip",
     "compile",
-    "docker/requirements/gpu.in",
+    "gpu.in",
     "--python-version",
-    "3.12",
+    "3.11",
     "--python-platform",
     "x86_64-manylinux_2_28",
+    "--overrides",
+    "gpu-h200.txt",
+    "--excludes",
+    "gpu-excludes.txt",
     "--generate-hashes",
     "--no-python-downloads",
     "-o",
-    "docker/requirements/gpu.lock",
+    "gpu.lock",
 ]
 LOCK_COMMAND = "uv " + " ".join(LOCK_ARGS)
 
 # Versions that docs and lock must agree on (the README's version table must list each of them).
-KEY_PACKAGES = ("vllm", "verl", "torch", "ray", "agentlightning")
+KEY_PACKAGES = ("vllm", "verl", "torch", "ray", "transformers")
+# The H200 set, by the versions that ran there (docker/README.md, the `engine: verl` row of results/math/runs.csv).
+PROVEN = {"torch": "2.11.0", "vllm": "0.24.0", "verl": "0.9.1", "ray": "2.60.0", "transformers": "5.9.0"}
 
-# Large optional wheels the GPU machine ran without; none of them is a hard requirement of this set.
+# Large optional wheels the GPU machine ran without (declared by vLLM/torch, never loaded on the verl path), and the
+# `llm` CLI stack of the model wheel; none of them may come back into the lock.
 EXCLUDED = (
     "flashinfer-cubin",
     "nvidia-cutlass-dsl",
     "nvidia-cutlass-dsl-libs-base",
+    "nvidia-cutlass-dsl-libs-cu13",
+    "tokenspeed-mla",
+    "tokenspeed-kernels",
     "tilelang",
     "z3-solver",
     "nvidia-nvvm",
     "nvidia-cuda-nvcc",
     "nvidia-cuda-crt",
     "nvidia-cuda-cccl",
+    "nvidia-cuda-tileiras",
     "cuda-tile",
     "quack-kernels",
+    "wandb",
+    "sentry-sdk",
+    "llm",
+    "llama-cpp-python",
+    "agentlightning",
 )
 
 _REQ = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<version>[^\s;\\]+)")
@@ -132,10 +157,45 @@ def test_lock_has_no_duplicates() -> None:
     parse_pins(GPU_LOCK.read_text())  # asserts on a repeated name
 
 
-def test_every_input_pin_is_in_the_lock_at_that_version() -> None:
-    wanted = parse_pins(GPU_IN.read_text())
+def input_pins() -> dict[str, str]:
+    """gpu.in's pins, with the files it includes (`-r gpu-h200.txt`)."""
+    text = ""
+    for line in GPU_IN.read_text().splitlines():
+        if line.startswith("-r "):
+            text += (REQ_DIR / line.split()[1]).read_text() + "\n"
+        else:
+            text += line + "\n"
+    return parse_pins(text)
+
+
+def test_lock_is_the_h200_set() -> None:
+    """Every package that ran on the H200 is in gpu.lock at the version that ran there; nothing else moved."""
+    assert f"-r {H200_SET.name}" in GPU_IN.read_text().splitlines(), "gpu.in must include the H200 set whole"
+    proven = parse_pins(H200_SET.read_text())
     locked = parse_pins(GPU_LOCK.read_text())
-    assert "agentlightning" in wanted
+    drift = {name: (version, locked.get(name)) for name, version in proven.items() if locked.get(name) != version}
+    assert not drift, f"gpu.lock differs from the H200 set (package: (H200, lock)): {drift}"
+    for name, version in PROVEN.items():
+        assert locked[name] == version, f"{name}: gpu.lock has {locked[name]}, the H200 ran {version}"
+
+
+@pytest.mark.parametrize("source", sorted(SIDE_LOCKS))
+def test_side_locks_are_the_h200_side_sets(source: str) -> None:
+    """The calculator's and the converter's sets: the H200 pins exactly, each with hashes."""
+    lock = REQ_DIR / SIDE_LOCKS[source]
+    assert parse_pins(lock.read_text()) == parse_pins((REQ_DIR / source).read_text())
+    for entry in logical_lines(lock.read_text()):
+        assert _HASH.search(entry), f"{lock.name}: no hash for {entry.split()[0]}"
+
+
+def test_excluded_packages_are_the_excludes_file() -> None:
+    listed = {normalize(line.strip()) for line in EXCLUDES.read_text().splitlines() if line.strip()[:1].isalnum()}
+    assert listed == set(EXCLUDED) - {"agentlightning"}
+
+
+def test_every_input_pin_is_in_the_lock_at_that_version() -> None:
+    wanted = input_pins()
+    locked = parse_pins(GPU_LOCK.read_text())
     for name, version in wanted.items():
         assert name in locked, f"{name} is pinned in gpu.in but missing from gpu.lock"
         assert locked[name] == version, f"{name}: gpu.in has {version}, gpu.lock has {locked[name]}"
@@ -170,8 +230,10 @@ def find_uv() -> str | None:
     return str(beside) if beside.exists() else None
 
 
-def test_lock_is_what_the_resolver_gives(tmp_path: Path) -> None:
-    """Resolve gpu.in again, as `make lock-gpu` does, and get exactly the locked set.
+@pytest.mark.parametrize("python", ["3.11", "3.12"])
+def test_lock_is_what_the_resolver_gives(tmp_path: Path, python: str) -> None:
+    """Resolve gpu.in again, as `make lock-gpu` does, and get exactly the locked set: for the image's Python 3.11
+    and for the H200 machine's 3.12 alike (one lock serves both).
 
     Like `make lock-gpu`, the run starts from gpu.lock's versions: uv prefers the versions an existing output file
     holds, so the result does not move with every new upload to the index, while any pin that no longer fits
@@ -185,10 +247,11 @@ def test_lock_is_what_the_resolver_gives(tmp_path: Path) -> None:
     locked = parse_pins(GPU_LOCK.read_text())
     out = tmp_path / "gpu.lock"
     out.write_text("".join(f"{name}=={version}\n" for name, version in locked.items()))
-    args = [a if a != "docker/requirements/gpu.lock" else str(out) for a in LOCK_ARGS]
+    args = [a if a != "gpu.lock" else str(out) for a in LOCK_ARGS]
+    args[args.index("--python-version") + 1] = python
     proc = subprocess.run(
         [uv, *args, "--no-header", "--quiet"],
-        cwd=ROOT,
+        cwd=REQ_DIR,
         capture_output=True,
         text=True,
         timeout=900,

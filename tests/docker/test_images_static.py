@@ -1,6 +1,7 @@
 """The Dockerfiles and scripts, read as files: pinned bases, hash-checked installs, no secrets, non-root users.
 
-Nothing here needs an engine; the GPU image cannot be built on CPU machines, so these checks are its tests.
+Nothing here needs an engine. The GPU image is built and tested inside by tests/docker/test_gpu_image.py (minutes
+when its content tag exists, a long download when not); these checks run everywhere.
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ def secret_name(name: str) -> bool:
 EXPECTED_BASE = {
     "calculator": "python:3.11-slim-bookworm@sha256:",
     "cpu": "python:3.11-slim-bookworm@sha256:",
-    "gpu": "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04@sha256:",
+    "gpu": "python:3.11-slim-bookworm@sha256:",
 }
 # The lock each environment of each image is installed from (labels io.harness.env.<env>.<package>=<version>).
 LOCKS = {
     "calculator": {"calculator": "locks/calculator.txt"},
     "cpu": {"serve-cpu": "locks/serve-cpu.txt", "harness": "locks/harness.txt", "calculator": "locks/calculator.txt"},
-    "gpu": {"harness": "docker/requirements/gpu.lock", "calculator": "docker/context/calculator.lock"},
+    "gpu": {"harness": "docker/requirements/gpu.lock", "calculator": "docker/requirements/gpu-calculator.lock"},
 }
 
 
@@ -119,32 +120,41 @@ def test_build_helper_keeps_the_ca_out_of_layers() -> None:
 
 
 def test_gpu_installs_are_hash_locked() -> None:
+    """Every third-party package of the GPU image comes from a lock, --no-deps --require-hashes (as on the H200)."""
     installs = pip_installs("gpu")
     assert installs
     locked = [c for c in installs if "--require-hashes" in c]
-    assert any("-r /tmp/locks/gpu.lock" in c for c in locked), installs
-    assert any("calculator.lock" in c for c in locked), installs
+    for lock in ("gpu.lock", "gpu-calculator.lock", "gpu-convert.lock"):
+        assert any(f"-r /opt/harness/locks/{lock}" in c for c in locked), (lock, installs)
     for cmd in installs:
+        assert "--no-deps" in cmd, f"without --no-deps pip would resolve beyond the lock: {cmd}"
         if "--require-hashes" in cmd:
-            assert re.search(r"-r /tmp/locks/(gpu|calculator)\.lock\b", cmd), cmd
+            assert re.search(r"-r /opt/harness/locks/gpu(-calculator|-convert)?\.lock\b", cmd), cmd
         else:  # only the harness itself, from its source, without dependencies
-            assert "--no-deps" in cmd and cmd.rstrip().endswith("/tmp/src"), f"unhashed install: {cmd}"
+            assert cmd.rstrip().endswith("/tmp/src"), f"unhashed install: {cmd}"
     copies = " ".join(i.args for i in dockerfile("gpu").all("COPY"))
-    assert "docker/requirements/gpu.lock" in copies
+    for lock in ("gpu.lock", "gpu-calculator.lock", "gpu-convert.lock"):
+        assert f"docker/requirements/{lock}" in copies
     env = " ".join(i.args for i in dockerfile("gpu").all("ENV"))
-    for setting in ("LITELLM_LOCAL_MODEL_COST_MAP=True", "NCCL_NVLS_ENABLE=0", "HARNESS_ENV_CALCULATOR="):
+    for setting in (
+        "NCCL_NVLS_ENABLE=0",
+        "HARNESS_ENV_CALCULATOR=",
+        "HARNESS_CONVERT_PATH=",
+        "HARNESS_PACKAGE_LOCK=/opt/harness/locks/gpu.lock",
+    ):
         assert setting in env
+    assert "LITELLM" not in env, "agent-lightning (and its litellm) is not in the image"
 
 
-def test_gpu_calculator_lock_matches_the_calculator_lock() -> None:
-    """docker/context/calculator.lock is locks/calculator.txt with hashes (`make lock-calculator-gpu` remakes it)."""
-    hashed = (DOCKER_DIR / "context" / "calculator.lock").read_text()
-    assert "uv pip compile locks/calculator.txt --python-version 3.12" in hashed
-    assert lock_versions(DOCKER_DIR / "context" / "calculator.lock") == lock_versions(ROOT / "locks/calculator.txt")
-    entries = [e for e in re.split(r"\n(?=[A-Za-z0-9])", hashed) if "==" in e and not e.startswith("#")]
-    assert entries
-    for entry in entries:
-        assert re.search(r"--hash=sha256:[0-9a-f]{64}", entry), entry.splitlines()[0]
+def test_gpu_image_and_h200_install_use_the_same_locks() -> None:
+    """scripts/gpu-wheels.sh packs, and scripts/gpu-install.sh installs, the locks the Dockerfile installs."""
+    wheels = (ROOT / "scripts" / "gpu-wheels.sh").read_text()
+    install = (ROOT / "scripts" / "gpu-install.sh").read_text()
+    for lock in ("gpu.lock", "gpu-calculator.lock", "gpu-convert.lock"):
+        assert f"docker/requirements/{lock}" in wheels or f"/{lock}" in wheels, lock
+    assert "--require-hashes" in wheels and "--require-hashes" in install
+    assert 'download "$lock" ' in wheels, "the H200 install must come from gpu.lock, not from the bare pins"
+    assert "h200=$req/gpu-h200.txt" in wheels  # read only to tell the machine's own torch stack from the H200 set
 
 
 @pytest.mark.parametrize("image", ["cpu", "calculator"])
