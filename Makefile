@@ -18,20 +18,24 @@ export HARNESS_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
 HARNESS := $(VENV)/bin/harness
 
-.PHONY: help env lock bench-math bench-tau2 bench test lint clean-env docker-setup images image-gpu test-docker lock-gpu
+.PHONY: help env lock bench-math bench-tau2 bench test lint clean-env docker-setup images image-gpu test-gpu-image test-docker lock-gpu
 
 help:
 	@echo "make bench-math [PROFILE=smoke|full] [SEEDS=N] [BACKEND=auto|local|docker]"
 	@echo "                                              train then evaluate the math benchmark"
 	@echo "make bench-tau2 [PROFILE=smoke|full|tau2-split] [SEEDS=N] [BACKEND=...]"
 	@echo "                                              train then evaluate τ²-bench airline (pass^k)"
+	@echo "make bench-<name> [PROFILE=P]                  any benchmark folder benchmarks/<name>/"
 	@echo "make test                                      lint and run every test"
 	@echo "make bench                                     performance scripts in bench/, summary in bench/results/"
 	@echo "make env                                       create the environments (done by the targets above)"
 	@echo "make lock                                      re-resolve locks/*.txt from requirements/*.in"
 	@echo "make images | image-gpu | test-docker          build the CPU+calculator images / the GPU image / run docker tests"
+	@echo "make test-gpu-image                            build the GPU image and test inside it (CPU machine)"
 
-env: $(VENV)/.ok $(ENVS)/serve-cpu/.ok $(ENVS)/calculator/.ok
+# The three environments are independent: they are made side by side.
+env:
+	@$(MAKE) -s --no-print-directory -j3 $(VENV)/.ok $(ENVS)/serve-cpu/.ok $(ENVS)/calculator/.ok
 
 $(VENV)/.ok: locks/harness.txt requirements/models.in pyproject.toml
 	@echo "== harness environment ($(VENV))"
@@ -64,6 +68,10 @@ bench-math: env
 bench-tau2: env
 	$(HARNESS) run tau2 $(PROFILE_ARG) --seeds $(SEEDS) --backend $(BACKEND)
 
+# Any benchmark folder: make bench-<name> [PROFILE=...]
+bench-%: env
+	$(HARNESS) run $* $(PROFILE_ARG) --seeds $(SEEDS) --backend $(BACKEND)
+
 # Containers: the Docker engine and a registry-free base image, then the images (tags derived from content).
 docker-setup:
 	scripts/docker-setup.sh
@@ -71,16 +79,23 @@ docker-setup:
 images: docker-setup
 	scripts/build-images.sh cpu calculator
 
-image-gpu:
+# The GPU image (the H200 set, several GB of wheels the first time; a content-derived tag makes a rebuild a no-op),
+# and its tests inside the image on this machine (docker/README.md).
+image-gpu: docker-setup
 	scripts/build-images.sh gpu
+
+test-gpu-image: env image-gpu
+	HARNESS_REQUIRE_GPU_IMAGE=1 $(VENV)/bin/python -m pytest -m docker -s tests/docker/test_gpu_image.py $(PYTEST_ARGS)
 
 test-docker: env images
 	$(VENV)/bin/python -m pytest -m docker tests/docker $(PYTEST_ARGS)
 
-# Re-resolve the GPU image's hash-locked set (CPython 3.12, linux x86_64) and the GPU image's calculator lock.
+# Re-resolve the GPU image's hash-locked sets (the H200 set + what the image needs; one lock for CPython 3.11 and
+# 3.12, linux x86_64) and the calculator's and the converter's sets beside it.
 lock-gpu: $(VENV)/.ok
-	$(VENV)/bin/uv pip compile docker/requirements/gpu.in --python-version 3.12 --python-platform x86_64-manylinux_2_28 --generate-hashes --no-python-downloads -o docker/requirements/gpu.lock
-	$(VENV)/bin/uv pip compile locks/calculator.txt --python-version 3.12 --python-platform x86_64-manylinux_2_28 --generate-hashes --no-python-downloads -o docker/context/calculator.lock
+	cd docker/requirements && ../../$(VENV)/bin/uv pip compile gpu.in --python-version 3.11 --python-platform x86_64-manylinux_2_28 --overrides gpu-h200.txt --excludes gpu-excludes.txt --generate-hashes --no-python-downloads -o gpu.lock
+	cd docker/requirements && ../../$(VENV)/bin/uv pip compile gpu-h200-calculator.txt --no-deps --python-version 3.11 --python-platform x86_64-manylinux_2_28 --generate-hashes --no-python-downloads -o gpu-calculator.lock
+	cd docker/requirements && ../../$(VENV)/bin/uv pip compile gpu-h200-convert.txt --no-deps --python-version 3.11 --python-platform x86_64-manylinux_2_28 --generate-hashes --no-python-downloads -o gpu-convert.lock
 
 # Performance figures (ratios against baselines measured in the same run) -> bench/results/<stamp>.md
 bench: env
@@ -92,7 +107,7 @@ lint: $(VENV)/.ok
 
 test: env
 	$(MAKE) lint
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	scripts/test.sh $(PYTEST_ARGS)
 
 clean-env:
 	rm -rf $(VENV) $(ENVS)

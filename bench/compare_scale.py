@@ -42,6 +42,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.results import RunRow, TaskOutcome, layout
+from harness.results.checksums import FileSums
 from harness.results.codec import encode_checksum, encode_manifest, encode_outcomes, encode_runs, sha256_hex
 from harness.results.compare import compare
 from harness.results.sources import RevisionSource, RunIdsSource, WorktreeSource
@@ -134,7 +135,7 @@ def synthetic_runs(n_runs: int, n_tasks: int) -> list[tuple[RunRow, list[TaskOut
 
 
 def write_store(root: Path, runs: list[tuple[RunRow, list[TaskOutcome]]]) -> None:
-    """Write tables, outcomes and manifests in the store's format (no fsync: this is test data)."""
+    """Write tables, outcomes, manifests and checksums in the store's format (no fsync: this is test data)."""
     for bench in BENCHMARKS:
         rows = [r for r, _ in runs if r.benchmark == bench]
         folder = root / bench
@@ -143,13 +144,19 @@ def write_store(root: Path, runs: list[tuple[RunRow, list[TaskOutcome]]]) -> Non
         data = encode_runs(rows)
         (root / layout.runs_path(bench)).write_bytes(data)
         (root / layout.checksum_path(bench)).write_bytes(encode_checksum([sha256_hex(data)], layout.RUNS_FILE))
+    files: dict[str, dict[str, bytes]] = {bench: {} for bench in BENCHMARKS}
     for row, outcomes in runs:
         path = root / layout.outcomes_path(row.benchmark, row.run_id)
-        if not path.exists():
-            path.write_bytes(encode_outcomes(outcomes, str(path)))
-            (root / layout.manifest_path(row.benchmark, row.run_id)).write_bytes(
-                encode_manifest({"run_id": row.run_id}, "manifest")
-            )
+        written = {
+            layout.outcomes_path(row.benchmark, row.run_id): encode_outcomes(outcomes, str(path)),
+            layout.manifest_path(row.benchmark, row.run_id): encode_manifest({"run_id": row.run_id}, "manifest"),
+        }
+        for relpath, content in written.items():
+            if not (root / relpath).exists():
+                (root / relpath).write_bytes(content)
+            files[row.benchmark][layout.in_benchmark(row.benchmark, relpath)] = content
+    for bench, contents in files.items():
+        (root / layout.file_sums_path(bench)).write_bytes(FileSums().with_files(contents).encode())
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:

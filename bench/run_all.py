@@ -25,7 +25,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-SCRIPTS = ["tool_overhead.py", "compare_scale.py", "startup.py", "eval_throughput.py"]
+SCRIPTS = ["tool_overhead.py", "compare_scale.py", "startup.py", "eval_throughput.py", "smoke_run.py"]
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,35 @@ def _eval(f: dict[str, Any]) -> Headline:
     )
 
 
-HEADLINES: dict[str, Callable[[dict[str, Any]], Headline]] = {
+def _smoke(f: dict[str, Any]) -> list[Headline]:
+    out = []
+    if f["peak_gib"]:
+        peaks = f["peak_gib"]
+        out.append(
+            Headline(
+                f"smoke run peak memory, process tree (min / median / max of {len(peaks)})",
+                f"{min(peaks):.2f} / {statistics.median(peaks):.2f} / {max(peaks):.2f} GiB",
+                "<= 4 GiB",
+                max(peaks) <= 4,
+            )
+        )
+    fresh = float(f["fresh_s"])
+    out.append(Headline("fresh clone make bench-math (set-up included)", f"{fresh:.0f} s", "<= 360 s", fresh <= 360))
+    if f["warm_s"]:
+        warm = statistics.median(f["warm_s"])
+        out.append(Headline("warm make bench-math (median)", f"{warm:.0f} s", "<= 120 s", warm <= 120))
+    if f["warm_first_rollout_s"]:
+        first = statistics.median(f["warm_first_rollout_s"])
+        out.append(Headline("warm make bench-math to first rollout (median)", f"{first:.1f} s", "<= 20 s", first <= 20))
+    return out
+
+
+HEADLINES: dict[str, Callable[[dict[str, Any]], Headline | list[Headline]]] = {
     "tool_overhead.py": _tool,
     "compare_scale.py": _compare,
     "startup.py": _startup,
     "eval_throughput.py": _eval,
+    "smoke_run.py": _smoke,
 }
 
 
@@ -103,8 +127,9 @@ def summary_markdown(stamp: str, machine: list[str], runs: list[ScriptRun]) -> s
         if run.returncode != 0 or run.figures is None or make is None:
             lines.append(f"| {run.script} | failed (exit {run.returncode}) | | |")
             continue
-        h = make(run.figures)
-        lines.append(f"| {h.figure} | {h.measured} | {h.target} | {'met' if h.met else 'missed'} |")
+        made = make(run.figures)
+        for h in made if isinstance(made, list) else [made]:
+            lines.append(f"| {h.figure} | {h.measured} | {h.target} | {'met' if h.met else 'missed'} |")
     lines.append("")
     for run in runs:
         body = run.stdout.strip() or "(no output)"

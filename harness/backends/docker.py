@@ -7,13 +7,16 @@ one of them, also after Ctrl-C. Containers share the host's network (a server's 
 user (files they write stay the user's), and see the host paths they need at the same paths: the launch's mounts,
 the cache (datasets, converted models), the artifacts and the benchmarks.
 
-Images: ``HARNESS_CPU_IMAGE`` / ``HARNESS_CALCULATOR_IMAGE`` (default ``harness-cpu:latest`` /
-``harness-calculator:latest``, built by ``scripts/build-images.sh``). A run pins the image IDs it found at start.
+Images: ``HARNESS_CPU_IMAGE`` / ``HARNESS_CALCULATOR_IMAGE``; by default, in a checkout, the content-derived tags
+of this checkout's images (``scripts/build-images.sh --tags-only``), so the code that runs in a container is the
+checkout's: images built from older code are not used (``--backend auto`` then runs locally and says why).
+Outside a checkout, ``harness-cpu:latest`` / ``harness-calculator:latest``. A run pins the image IDs it found.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import queue
 import re
@@ -213,6 +216,41 @@ class DockerHandle:
             self._log.close()
 
 
+BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build-images.sh"
+
+
+@functools.lru_cache(maxsize=1)
+def checkout_tags() -> tuple[str, str] | None:
+    """This checkout's content-derived image tags (cpu, calculator), or None outside a checkout."""
+    if not BUILD_SCRIPT.exists():
+        return None
+    try:
+        proc = subprocess.run(
+            ["bash", str(BUILD_SCRIPT), "--tags-only", "cpu", "calculator"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    tags = proc.stdout.split()
+    if proc.returncode != 0 or len(tags) != 2:
+        return None
+    return tags[0], tags[1]
+
+
+def image_refs() -> tuple[str, str]:
+    """The (cpu, calculator) images a run uses: the environment's, else this checkout's, else ``:latest``."""
+    tags = checkout_tags() or (DEFAULT_CPU_IMAGE, DEFAULT_CALCULATOR_IMAGE)
+    return os.environ.get(CPU_IMAGE_ENV, tags[0]), os.environ.get(CALCULATOR_IMAGE_ENV, tags[1])
+
+
+def _missing_hint(ref: str) -> str:
+    if checkout_tags() and ref in checkout_tags():  # type: ignore[operator]
+        return f"docker image {ref} (this checkout's code) not built (make images)"
+    return f"docker image {ref} not found (build it: scripts/build-images.sh)"
+
+
 @register_backend
 class DockerBackend:
     name: ClassVar[str] = "docker"
@@ -221,8 +259,7 @@ class DockerBackend:
         self.run_id = run_id or f"adhoc-{uuid.uuid4().hex[:12]}"
         self.console = console
         self.client = _client()
-        self.cpu_ref = os.environ.get(CPU_IMAGE_ENV, DEFAULT_CPU_IMAGE)
-        self.calculator_ref = os.environ.get(CALCULATOR_IMAGE_ENV, DEFAULT_CALCULATOR_IMAGE)
+        self.cpu_ref, self.calculator_ref = image_refs()
         self.images = {"cpu": self._image(self.cpu_ref), "calculator": self._image(self.calculator_ref)}
         self._handles: list[DockerHandle] = []
         self._count = 0
@@ -233,7 +270,7 @@ class DockerBackend:
         try:
             return self.client.images.get(ref)
         except docker.errors.ImageNotFound:
-            raise HarnessError(f"docker image {ref} not found (build it: scripts/build-images.sh)") from None
+            raise HarnessError(_missing_hint(ref)) from None
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -243,10 +280,7 @@ class DockerBackend:
         except HarnessError as exc:
             return False, str(exc)
         missing = []
-        for ref in (
-            os.environ.get(CPU_IMAGE_ENV, DEFAULT_CPU_IMAGE),
-            os.environ.get(CALCULATOR_IMAGE_ENV, DEFAULT_CALCULATOR_IMAGE),
-        ):
+        for ref in image_refs():
             try:
                 client.images.get(ref)
             except Exception:
@@ -254,7 +288,7 @@ class DockerBackend:
         with contextlib.suppress(Exception):
             client.close()
         if missing:
-            return False, f"docker image(s) missing: {', '.join(missing)} (scripts/build-images.sh)"
+            return False, "; ".join(_missing_hint(ref) for ref in missing)
         return True, "docker engine and images available"
 
     def launch(self, spec: LaunchSpec) -> DockerHandle:

@@ -6,6 +6,8 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from typing import IO, Any, ClassVar
 
@@ -40,18 +42,64 @@ class LocalHandle:
             yield line
 
     def stop(self, grace_s: float = 10.0) -> None:
-        proc = self.proc
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        """SIGTERM the whole process group, SIGKILL what is left of it after ``grace_s``.
+
+        The group, not only its leader: a model server's engine and worker processes can outlive the API process
+        (one that exits while they start, or is killed first), and would otherwise run on as orphans.
+        """
+        proc, group = self.proc, self.proc.pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+        while _group_alive(group) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if proc.poll() is None or _group_alive(group):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+            proc.wait(timeout=10)
         if self._log is not None and not self._log.closed:
             self._log.close()
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the duration of the block, then act on them: a child started in the block is
+    registered (so that clean-up stops it) before the interrupt is raised. Only on the main thread, where Python
+    runs signal handlers; elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    if any(h is None for h in previous.values()):  # a handler not set from Python: leave it alone
+        yield
+        return
+    pending: list[int] = []
+    for s in previous:
+        signal.signal(s, lambda signum, _frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for signum in pending[:1]:
+            handler = previous[signal.Signals(signum)]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)
+
+
+def _group_alive(group: int) -> bool:
+    """Whether any process of the group is left (an exited leader that was waited for no longer counts)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _interpreter(env_name: str) -> str:
@@ -76,20 +124,21 @@ class LocalBackend:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = spec.log_path.open("a", encoding="utf-8")
         cmd = [_interpreter(spec.env_name), *spec.argv]
-        try:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE if spec.capture_stdout else log,
-                stderr=subprocess.STDOUT,
-                env=spec.env,
-                text=True,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            log.close()
-            raise HarnessError(f"cannot start {spec.role} process ({cmd[0]}): {exc.strerror}") from None
-        handle = LocalHandle(proc, log)
-        self._handles.append(handle)
+        with signals_deferred():  # an interrupt between the fork and the registration would orphan the process
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdout=subprocess.PIPE if spec.capture_stdout else log,
+                    stderr=subprocess.STDOUT,
+                    env=spec.env,
+                    text=True,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                log.close()
+                raise HarnessError(f"cannot start {spec.role} process ({cmd[0]}): {exc.strerror}") from None
+            handle = LocalHandle(proc, log)
+            self._handles.append(handle)
         return handle
 
     def calculator_command(self) -> list[str]:

@@ -60,6 +60,9 @@ class Engine(Protocol):
 
     name: ClassVar[str]
     config_model: ClassVar[type[BaseModel]]
+    # Optional: ``uses_policy_server: ClassVar[bool]`` -- True for an engine that trains on rollouts served by the
+    # run's policy server (``TrainRequest.collect``), which then stays up through training; default False (the
+    # server is stopped so the trainer has the machine, unless ``serving.keep_during_training``).
 
     def train(self, request: TrainRequest) -> TrainResult: ...
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
 from harness.errors import EngineError
+from harness.exits import ExitWatch
 from harness.results.schema import INFRA_ERROR_KINDS
 from harness.tracing import TraceStore
 
@@ -80,6 +81,8 @@ def select_triplets(
 class TraceGrpoEngine:
     name: ClassVar[str] = "trace-grpo"
     config_model: ClassVar[type[BaseModel]] = TraceGrpoConfig
+    uses_policy_server: ClassVar[bool] = True
+    """Trains on rollouts served by the run's policy server (it stays up through training)."""
 
     def train(self, request: TrainRequest) -> TrainResult:
         config = TraceGrpoConfig.model_validate(request.spec.training.config)
@@ -170,6 +173,7 @@ class TraceGrpoEngine:
 
             backend = get_backend("local")
         env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
+        watch = ExitWatch()
         handle = backend.launch(
             LaunchSpec(
                 role="train",
@@ -191,5 +195,6 @@ class TraceGrpoEngine:
         finally:
             handle.stop()
         if code != 0 or not (out / "config.json").exists():
-            raise EngineError(f"trace-grpo update {step} failed (exit code {code}); see {request.log_path}")
+            why = watch.describe(code) if code != 0 else "wrote no checkpoint"
+            raise EngineError(f"trace-grpo update {step} failed: the trainer {why}; see {request.log_path}")
         return result

@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
 from harness.errors import EngineError
+from harness.exits import ExitWatch
 
 PROGRESS_PREFIX = "HARNESS_PROGRESS "
 
@@ -54,6 +55,15 @@ class TrlGrpoConfig(BaseModel):
         description="Subtract this times (completion length / max length): a soft overlong penalty (as in DAPO) "
         "that gives a small model a learning signal before it earns any task reward.",
     )
+    micro_batch: int | None = Field(
+        None,
+        gt=0,
+        description="Sequences per forward/backward pass; the step's prompts_per_step x num_generations sequences are "
+        "accumulated in micro-batches of this size (same update, less activation memory). Default: all at once.",
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in the backward pass: less memory, about a third more compute."
+    )
     torch_threads: int | None = Field(None, gt=0)
     save_steps: int = Field(
         1,
@@ -61,6 +71,13 @@ class TrlGrpoConfig(BaseModel):
         description="Save a resumable checkpoint (weights, optimizer, scheduler, RNG) every N steps before the last, "
         "keeping only the newest; `harness run --resume` continues from it. 0: none.",
     )
+
+    @model_validator(mode="after")
+    def _micro_batch_divides(self) -> TrlGrpoConfig:
+        batch = self.prompts_per_step * self.num_generations
+        if self.micro_batch is not None and batch % self.micro_batch:
+            raise ValueError(f"micro_batch {self.micro_batch} must divide prompts_per_step x num_generations = {batch}")
+        return self
 
 
 @register_engine
@@ -98,6 +115,7 @@ class TrlGrpoEngine:
             from harness.backends import get_backend
 
             backend = get_backend("local")
+        watch = ExitWatch()
         handle = backend.launch(
             LaunchSpec(
                 role="train",
@@ -121,7 +139,7 @@ class TrlGrpoEngine:
         finally:
             handle.stop()
         if code != 0:
-            raise EngineError(f"trl-grpo training failed (exit code {code}); see {request.log_path}")
+            raise EngineError(f"trl-grpo training failed: the trainer {watch.describe(code)}; see {request.log_path}")
         if not (checkpoint / "config.json").exists():
             raise EngineError(f"trl-grpo training wrote no checkpoint at {checkpoint}; see {request.log_path}")
         for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the

@@ -7,6 +7,7 @@ per optimizer step.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -78,6 +79,12 @@ def main(job_path: str) -> int:
     if config.length_penalty > 0:
         reward_funcs.append(overlong)
     out = Path(job["output_dir"])
+    batch = config.prompts_per_step * config.num_generations
+    micro = config.micro_batch or batch
+    if batch % micro:
+        raise SystemExit(f"micro_batch {micro} does not divide prompts_per_step x num_generations = {batch}")
+    # Curves for TensorBoard through transformers' own TensorBoard callback (its folder comes from this variable).
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
         use_cpu=True,
@@ -85,8 +92,8 @@ def main(job_path: str) -> int:
         seed=seed,
         data_seed=seed,
         max_steps=config.max_steps,
-        per_device_train_batch_size=config.prompts_per_step * config.num_generations,
-        gradient_accumulation_steps=1,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=batch // micro,
         num_generations=config.num_generations,
         max_completion_length=config.max_completion_length,
         max_tool_calling_iterations=config.max_tool_calling_iterations,
@@ -98,10 +105,10 @@ def main(job_path: str) -> int:
         logging_steps=1,
         save_strategy="no",  # resumable checkpoints are requested by the callback below, before the last step
         save_total_limit=1,
-        report_to=[],
+        report_to=["tensorboard"],
         dataloader_num_workers=0,
         disable_tqdm=True,
-        gradient_checkpointing=False,
+        gradient_checkpointing=config.gradient_checkpointing,
         model_init_kwargs={"dtype": torch.float32},
     )
     tokenizer = AutoTokenizer.from_pretrained(job["base_model"])

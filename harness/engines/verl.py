@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
-from harness.errors import EngineError
+from harness.errors import EngineError, HarnessError
+from harness.exits import ExitWatch
 
 PROGRESS_PREFIX = "HARNESS_PROGRESS "
 AGENT_LOOP_TARGET = "harness.engines.verl_agent_loop.HarnessAgentLoop"
@@ -175,12 +176,14 @@ def verl_run_config(
     seed: int,
     ray_address: str | None,
     env_vars: dict[str, str] | None = None,
+    tensorboard_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The whole VERL configuration of one run: the spec's keys (:func:`to_verl_dict`) and what the harness owns.
 
     The harness sets the data files, the agent loop that runs the benchmark's agent, checkpoint and metrics
     locations, and Ray: ``ray_init.address`` is the given cluster or ``"local"`` (a new local head, even when
-    ``RAY_ADDRESS`` is set in the environment). Keys the spec sets itself (through ``overrides``) win.
+    ``RAY_ADDRESS`` is set in the environment). Keys the spec sets itself (through ``overrides``) win. With
+    ``tensorboard_dir``, VERL's own TensorBoard logger writes the step curves there (``TENSORBOARD_DIR``).
     """
     spec_keys = to_verl_dict(config, model_path)
     harness: dict[str, Any] = {
@@ -223,8 +226,10 @@ def verl_run_config(
         merged["trainer"]["test_freq"] = -1
     # The spec's logger list cannot drop the file logger the harness reads its step metrics from.
     loggers = list(_dotted(merged, "trainer.logger") or [])
-    if "file" not in loggers:
-        merged["trainer"]["logger"] = [*loggers, "file"]
+    wanted = ["file", "tensorboard"] if tensorboard_dir is not None else ["file"]
+    merged["trainer"]["logger"] = [*loggers, *(w for w in wanted if w not in loggers)]
+    if tensorboard_dir is not None:
+        merged["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]["TENSORBOARD_DIR"] = str(tensorboard_dir)
     return merged
 
 
@@ -252,7 +257,7 @@ class VerlEngine:
             except ImportError:
                 has_cuda = False
             if not has_cuda:
-                raise EngineError(
+                raise HarnessError(  # the machine does not fit the profile: the user's to fix
                     "the verl engine needs CUDA GPUs (or a Ray cluster with them: --ray-address); "
                     "use profile 'smoke' on a CPU machine"
                 )
@@ -285,6 +290,7 @@ class VerlEngine:
             backend = get_backend("local")
         metrics: list[dict[str, float]] = []
         start = time.monotonic()
+        watch = ExitWatch()
         handle = backend.launch(
             LaunchSpec(
                 role="train",
@@ -308,7 +314,7 @@ class VerlEngine:
         finally:
             handle.stop()
         if code != 0:
-            raise EngineError(f"verl training failed (exit code {code}); see {request.log_path}")
+            raise EngineError(f"verl training failed: the trainer {watch.describe(code)}; see {request.log_path}")
         checkpoint = request.output_dir / "checkpoint"
         if not (checkpoint / "config.json").exists():
             raise EngineError(f"verl training wrote no checkpoint at {checkpoint}; see {request.log_path}")

@@ -9,6 +9,7 @@ folder (``<output>/checkpoint``) with VERL's model merger.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -206,6 +207,12 @@ def main(job_path: str) -> int:
     )
     os.environ["VERL_FILE_LOGGER_PATH"] = str(metrics_file)
     os.environ["HARNESS_VERL_TRACE"] = str(trace_file)
+    # Curves for TensorBoard through VERL's own logger, where the tensorboard package is installed.
+    tensorboard_dir = out / "tensorboard" if importlib.util.find_spec("tensorboard") else None
+    if tensorboard_dir is None:
+        print("verl: tensorboard is not installed; no TensorBoard curves", flush=True)
+    else:
+        os.environ["TENSORBOARD_DIR"] = str(tensorboard_dir)
     run_config = verl_run_config(
         config,
         model_path=job["base_model"],
@@ -216,6 +223,7 @@ def main(job_path: str) -> int:
         seed=int(job["seed"]),
         ray_address=job.get("ray_address"),
         env_vars=env_vars,
+        tensorboard_dir=tensorboard_dir,
     )
     (out / "verl-config.json").write_text(json.dumps(run_config, indent=2, sort_keys=True) + "\n")
     print(f"verl: {n_train} training tasks; ray {run_config['ray_kwargs']['ray_init']['address']}", flush=True)

@@ -1,0 +1,117 @@
+"""The run's policy server loads a new checkpoint in place, and then answers as a fresh server of that checkpoint.
+
+Real vLLM servers on the CPU: one serves a model and then loads a perturbed copy of it; a second, started afresh,
+serves the perturbed copy. Their greedy answers must agree token for token (log-probabilities within numerical
+noise), and differ from the first model's. SmolLM2's output layer is tied to its embeddings, which vLLM's reload
+gets wrong, so the test unties it (an output layer of its own, same values) and checks that a tied checkpoint is
+never loaded in place.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harness.policy_server import PolicyServer, reloadable
+from harness.serving import ModelServer
+from harness.spec import ServingSpec
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "Tom has 3 boxes of 12 apples and gives away 5 apples. How many apples does he have left?"
+SERVING = ServingSpec(dtype="float32", cpu_kv_cache_gib=1, max_model_len=1024)
+
+
+def greedy(server: ModelServer) -> tuple[str, list[float]]:
+    r = httpx.post(
+        server.endpoint.base_url + "/chat/completions",
+        json={
+            "model": server.endpoint.model,
+            "messages": [{"role": "user", "content": PROMPT}],
+            "temperature": 0.0,
+            "max_tokens": 24,
+            "logprobs": True,
+        },
+        timeout=120,
+    )
+    r.raise_for_status()
+    choice = r.json()["choices"][0]
+    return choice["message"]["content"], [t["logprob"] for t in choice["logprobs"]["content"]]
+
+
+def untied_copy(src: Path, dest: Path, noise: float = 0.0) -> Path:
+    """The model with an output layer of its own (equal to the embeddings), every weight matrix nudged by seeded
+    noise of ``noise`` x its std: with noise, a stand-in for a trained checkpoint."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.safetensors"))
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    head = model.get_output_embeddings()
+    head.weight = torch.nn.Parameter(model.get_input_embeddings().weight.detach().clone())
+    model.config.tie_word_embeddings = False
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2 and noise:
+                p.add_(torch.randn(p.shape, generator=gen) * p.std() * noise)
+    model.save_pretrained(dest)
+    return dest
+
+
+def renamed_weight_copy(src: Path, dest: Path) -> Path:
+    """``src`` with one weight renamed (same length, so the safetensors header keeps its size)."""
+    shutil.copytree(src, dest)
+    (f,) = dest.glob("*.safetensors")
+    data = f.read_bytes()
+    old, new = b"layers.0.mlp.gate_proj.weight", b"layers.0.mlp.gate_xxxx.weight"
+    assert data.count(old) == 1
+    f.write_bytes(data.replace(old, new))
+    return dest
+
+
+def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, tmp_path: Path) -> None:
+    base = untied_copy(smoke_model, tmp_path / "base")
+    trained = untied_copy(smoke_model, tmp_path / "trained", noise=0.05)
+    assert reloadable(base) and reloadable(trained) and not reloadable(smoke_model)
+    policy = PolicyServer("policy", SERVING, backend=None, labels={})
+    try:
+        with policy.use(base, tmp_path / "server-before.log") as server:
+            base_text, _ = greedy(server)
+        policy.before_training(engine_uses_server=True)  # trace-grpo: the server stays up through training
+        assert policy.server is server and server.alive()
+        with policy.use(trained, tmp_path / "server-after.log") as loaded:
+            assert loaded is server
+            loaded_text, loaded_logp = greedy(server)
+        with policy.use(trained, tmp_path / "server-again.log") as same:
+            assert same is server  # the same checkpoint again: nothing to load
+        assert policy.describe()["starts"] == 1 and policy.describe()["weight_loads"] == 1
+        assert not (tmp_path / "server-after.log").exists()  # no second server was started
+        # a checkpoint the running server refuses (a weight name it does not know): a new server, not a failed run
+        broken = renamed_weight_copy(trained, tmp_path / "broken")
+        with policy.use(broken, tmp_path / "server-broken.log", wait=False) as replacement:
+            assert replacement is not server and server.handle.poll() is not None
+        assert policy.describe()["starts"] == 2 and len(policy.describe()["weight_load_failures"]) == 1
+        assert "HTTP" in policy.describe()["weight_load_failures"][0]
+        policy.before_training(engine_uses_server=False)  # trl-grpo, verl: the trainer gets the machine
+        assert policy.server is None and replacement.handle.poll() is not None
+    finally:
+        policy.close()
+
+    # a server started afresh for the trained checkpoint (reload off: a new checkpoint means a new server)
+    fresh_policy = PolicyServer("policy", SERVING.model_copy(update={"reload_weights": False}), None, {})
+    try:
+        with fresh_policy.use(trained, tmp_path / "server-fresh.log") as fresh:
+            fresh_text, fresh_logp = greedy(fresh)
+        with fresh_policy.use(base, tmp_path / "server-base-again.log", wait=False) as another:
+            assert another is not fresh and fresh.handle.poll() is not None
+        assert fresh_policy.describe()["starts"] == 2 and fresh_policy.describe()["weight_loads"] == 0
+    finally:
+        fresh_policy.close()
+    assert loaded_text != base_text, "the perturbation should change the greedy answer"
+    assert loaded_text == fresh_text
+    assert len(loaded_logp) == len(fresh_logp)
+    assert max(abs(a - b) for a, b in zip(loaded_logp, fresh_logp, strict=True)) < 0.05
