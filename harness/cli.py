@@ -6,6 +6,7 @@ trainer (:class:`~harness.errors.RunFailure`) prints as one line and exits 1; Ct
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import uuid
@@ -291,6 +292,8 @@ def _interrupt_on_signals() -> None:
 
 def main() -> None:
     _interrupt_on_signals()
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: where a run that seems stuck is waiting.
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
     try:
         rv = app(standalone_mode=False)
         if isinstance(rv, int) and rv:  # typer returns 130 for Ctrl-C when not in standalone mode

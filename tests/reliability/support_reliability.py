@@ -3,8 +3,10 @@ real one), a watcher of a process's descendants, the harness CLI as a child proc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -323,12 +325,29 @@ def interrupt_and_time(hp: HarnessProcess, signum: int, timeout: float = 180) ->
     running = set(hp.tree.alive())
     start = time.monotonic()
     hp.proc.send_signal(signum)
-    wait_for(lambda: not running & set(hp.tree.alive()), timeout, "the children to end", 0.05)
+    try:
+        wait_for(lambda: not running & set(hp.tree.alive()), timeout, "the children to end", 0.05)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{stuck_report(hp, running)}") from None
     children_s = time.monotonic() - start
     code = hp.proc.wait(timeout=timeout)
     exit_s = time.monotonic() - start
     wait_for(lambda: not hp.tree.alive(), 30, f"every descendant to end: {hp.tree.alive()}", 0.1)
     return code, children_s, exit_s
+
+
+def stuck_report(hp: HarnessProcess, running: set[int]) -> str:
+    """What a test that waited in vain needs to say: the children still running, and the harness's own stacks
+    (SIGUSR1 makes it print every thread's stack, see harness.cli) with the end of its output."""
+    assert hp.tree is not None
+    left = {pid: cmd for pid, cmd in hp.tree.alive().items() if pid in running}
+    if hp.proc.poll() is None:
+        with contextlib.suppress(OSError):
+            hp.proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+    state = "still running" if hp.proc.poll() is None else f"exited {hp.proc.returncode}"
+    children = "\n".join(f"  {pid}: {cmd[:200]}" for pid, cmd in left.items())
+    return f"children left:\n{children}\nharness {state}; its output ends:\n{hp.text[-6000:]}"
 
 
 def run_env(tmp_path: Path, mirror: Path, overrides: dict[str, Any], **extra: str) -> dict[str, str]:
