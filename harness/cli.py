@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from harness import interrupts
 from harness.errors import HarnessError
 
 app = typer.Typer(
@@ -278,20 +279,8 @@ def _register_results() -> None:
 _register_results()
 
 
-def _interrupt_on_signals() -> None:
-    """Ctrl-C and SIGTERM both unwind as KeyboardInterrupt, so every phase stops its processes and containers and
-    the run is recorded as incomplete. SIGINT is restored even when the parent started us with it ignored (as a
-    shell does for background jobs)."""
-
-    def _terminate(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _terminate)
-
-
 def main() -> None:
-    _interrupt_on_signals()
+    interrupts.install()
     # `kill -USR1 <pid>` prints every thread's stack to stderr: where a run that seems stuck is waiting.
     faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
     try:

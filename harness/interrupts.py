@@ -1,0 +1,91 @@
+"""What Ctrl-C (SIGINT) and SIGTERM do to a run.
+
+The first signal stops every child process at once (SIGTERM to each child's process group: the model servers,
+the trainer, the calculator) and unwinds the harness as ``KeyboardInterrupt``, so each phase closes what it holds
+and the run is recorded ``incomplete``. Stopping the children first means a GPU is free within seconds, whatever the
+recording then takes, and that no clean-up can wait on a child that is still working.
+
+Clean-up is Python code interrupted at an arbitrary point, so it is watched: if the harness has not exited
+``HARNESS_INTERRUPT_GRACE_S`` seconds (default 120) after the signal, it prints every thread's stack, kills what is
+left of its children and exits 130 without waiting further. A second signal does the same at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+import psutil
+
+EXIT_CODE = 130
+GRACE_ENV = "HARNESS_INTERRUPT_GRACE_S"
+DEFAULT_GRACE_S = 120.0
+
+_received: list[int] = []
+
+
+def install() -> None:
+    """Route SIGINT and SIGTERM here (SIGINT too when the parent started us with it ignored, as a shell does for
+    background jobs)."""
+    _received.clear()
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+
+def grace_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S)))
+    except ValueError:
+        return DEFAULT_GRACE_S
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    if len(_received) == 1:
+        stop_children(signal.SIGTERM)
+        threading.Thread(target=_watchdog, args=(grace_s(),), name="interrupt-watchdog", daemon=True).start()
+        raise KeyboardInterrupt
+    _force_exit(f"{signal.Signals(signum).name} again: stopping every child process now")
+
+
+def _watchdog(seconds: float) -> None:
+    time.sleep(seconds)
+    _force_exit(f"clean-up after the interrupt did not finish in {seconds:.0f} s: its stacks follow")
+
+
+def _force_exit(message: str) -> None:
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
+        faulthandler.dump_traceback(all_threads=True)
+    stop_children(signal.SIGKILL)
+    os._exit(EXIT_CODE)
+
+
+def stop_children(sig: int) -> int:
+    """Send ``sig`` to every descendant, and to the process group of each one that leads its own group (a model
+    server's engine workers live there); never to this process's own group. Returns how many were signalled."""
+    me = psutil.Process()
+    own_group = os.getpgrp()
+    try:
+        children = me.children(recursive=True)
+    except psutil.Error:
+        return 0
+    groups: set[int] = set()
+    count = 0
+    for child in children:
+        with contextlib.suppress(psutil.Error, OSError):
+            group = os.getpgid(child.pid)
+            if group != own_group and group not in groups:
+                groups.add(group)
+                os.killpg(group, sig)
+            else:
+                child.send_signal(sig)
+            count += 1
+    return count
