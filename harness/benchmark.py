@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import importlib.util
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 from harness.errors import SpecError
 from harness.paths import benchmarks_dir
@@ -82,44 +84,67 @@ class Episode:
     """Benchmark-specific record (e.g. τ²'s reward breakdown and native message list)."""
 
 
-class Benchmark(Protocol):
-    """What a benchmark provides to the harness."""
+class Benchmark(ABC):
+    """What a benchmark provides to the harness: its tasks and a rollout that returns a scored :class:`Episode`.
+
+    Required: :meth:`tasks` and :meth:`rollout`. Evaluation and every training engine call the same ``rollout``:
+    its ``Episode.reward`` is the task reward everywhere (pass rates use ``Episode.passed``).
+
+    Optional hooks, each with a default, so a benchmark without tools or shaping writes none of them:
+
+    - :meth:`resources`: long-lived resources shared by a batch of rollouts (a tool server session); none.
+    - :attr:`shaping_terms` and :meth:`shaping`: named dense signals in [0, 1] that a training profile may weight
+      into the training reward (``training.config.shaping: {term: weight}``); pass rates never use them.
+    - :meth:`training_prompt`, :meth:`training_tools`, :meth:`score_completion`: single-turn training for the
+      ``trl-grpo`` engine (TRL generates one completion per prompt and scores its text); a benchmark without them
+      trains with ``trace-grpo`` or ``verl``, and a run that asks for ``trl-grpo`` stops before it starts.
+
+    Register the class with :func:`register_benchmark`; the harness constructs it as ``cls(spec, folder)``.
+    """
 
     name: ClassVar[str]
+    shaping_terms: ClassVar[tuple[str, ...]] = ()
+    """Names of the terms :meth:`shaping` returns."""
 
-    def __init__(self, spec: BenchmarkSpec, folder: Path) -> None: ...
+    def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
+        self.spec = spec
+        self.folder = folder
 
+    @abstractmethod
     def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
         """Turn dataset rows into tasks."""
-        ...
+
+    @abstractmethod
+    async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
+        """Run the agent on ``task`` against ``ctx``'s model (and simulator) and score it. An exception here is a
+        failure of the rollout (recorded as an agent error), never a reward of 0."""
 
     def resources(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        """Shared, long-lived resources for a batch of rollouts (e.g. pooled tool sessions)."""
-        ...
+        """Shared, long-lived resources for a batch of rollouts; ``ctx.resources`` in :meth:`rollout`."""
+        return no_resources()
 
-    async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
-        """Run the agent on ``task`` against ``ctx``'s model and score it."""
-        ...
+    def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
+        """The :attr:`shaping_terms` of a scored episode, each in [0, 1]."""
+        return {}
 
     def training_prompt(self, task: Task) -> list[dict[str, str]]:
-        """The chat messages a training engine starts a rollout from."""
-        ...
+        """Single-turn training (``trl-grpo``): the chat messages a completion starts from."""
+        raise NotImplementedError
 
-    def training_tools(self) -> list[Callable[..., str]]:
-        """Tools as plain callables for engines that run the tool loop themselves."""
-        ...
+    def training_tools(self) -> list[Callable[..., Any]]:
+        """Single-turn training (``trl-grpo``): tools as plain callables, for TRL's own tool loop."""
+        return []
 
-    def reward_text(self, completion: str, task: Task) -> float:
-        """Reward of a final assistant text for ``task``."""
-        ...
+    def score_completion(self, completion: str, task: Task) -> float:
+        """Single-turn training (``trl-grpo``): the task reward of a final assistant text."""
+        raise NotImplementedError
 
-    def format_ok(self, completion: str) -> bool:
-        """Whether a final assistant text has the required answer format (for shaping rewards)."""
-        ...
-
-    def partial_credit(self, completion: str, task: Task) -> float:
-        """A dense reward in [0, 1] for shaping (0 when the benchmark has none)."""
-        ...
+    @classmethod
+    def trains_single_turn(cls) -> bool:
+        """Whether the benchmark implements the single-turn hooks ``trl-grpo`` needs."""
+        return cls.training_prompt is not Benchmark.training_prompt and (
+            cls.score_completion is not Benchmark.score_completion
+        )
 
 
 def message_record(message: Any) -> dict[str, Any]:
@@ -140,11 +165,20 @@ def message_record(message: Any) -> dict[str, Any]:
 
 
 _BENCHMARKS: dict[str, type[Any]] = {}
+_BY_MODULE: dict[str, list[type[Any]]] = {}
 
 
 def register_benchmark(cls: type[Any]) -> type[Any]:
-    """Class decorator: make a benchmark known by its ``name``."""
+    """Class decorator: make a :class:`Benchmark` subclass known by its ``name``."""
+    if not (isinstance(cls, type) and issubclass(cls, Benchmark)):
+        raise SpecError(f"{getattr(cls, '__name__', cls)!r}: @register_benchmark needs a subclass of Benchmark")
+    if not isinstance(getattr(cls, "name", None), str):
+        raise SpecError(f"{cls.__name__}: a benchmark class needs a `name` string")
+    known = _BENCHMARKS.get(cls.name)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise SpecError(f"benchmark {cls.name!r} is registered twice ({known.__qualname__}, {cls.__qualname__})")
     _BENCHMARKS[cls.name] = cls
+    _BY_MODULE.setdefault(cls.__module__, []).append(cls)
     return cls
 
 
@@ -187,10 +221,15 @@ def load_benchmark(spec: BenchmarkSpec, folder: Path) -> Benchmark:
     entry = folder / spec.entrypoint
     if not entry.exists():
         raise SpecError(f"{folder / 'spec.yaml'}: entrypoint: file {entry.name} not found in {folder}")
-    load_module(entry, f"harness_benchmark_{spec.name}")
-    cls = _BENCHMARKS.get(spec.name)
+    # one module per entrypoint file: copies of a benchmark folder (or two folders) never share a class
+    module = f"harness_benchmark_{spec.name}_{hashlib.sha256(str(entry.resolve()).encode()).hexdigest()[:12]}"
+    load_module(entry, module)
+    cls = next((c for c in _BY_MODULE.get(module, []) if c.name == spec.name), None)
     if cls is None:
         raise SpecError(f"{entry}: no class registered with @register_benchmark under name {spec.name!r}")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise SpecError(f"{entry}: benchmark {spec.name!r} does not implement {', '.join(missing)}")
     bench: Benchmark = cls(spec, folder)
     return bench
 

@@ -53,14 +53,17 @@ def validate(
     benchmark: Annotated[str, typer.Argument(help="Benchmark name, or a path to a spec.yaml.")],
     profile: ProfileOpt = None,
 ) -> None:
-    """Validate a spec (every profile unless --profile is given)."""
-    from harness.benchmark import spec_path
+    """Validate a spec (every profile unless --profile is given): the YAML, the benchmark's code (imported, its
+    class registered with every required hook) and that each profile's engine can train it."""
+    from harness.benchmark import load_benchmark, spec_path
+    from harness.engines import check_engine
     from harness.spec import load_spec, profile_names
 
     path = Path(benchmark) if benchmark.endswith((".yaml", ".yml")) else spec_path(benchmark)
     profiles = [profile] if profile else profile_names(path) or [None]
     for p in profiles:
         spec = load_spec(path, p)
+        check_engine(spec, load_benchmark(spec, path.parent))
         console.print(f"ok  {path} profile={spec.profile} model={spec.model.name} engine={spec.training.engine}")
 
 

@@ -28,7 +28,7 @@ from harness import timing
 from harness.backends import get_backend
 from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
-from harness.engines import TrainRequest, get_engine
+from harness.engines import TrainRequest, check_engine, get_engine
 from harness.errors import HarnessError
 from harness.evaluate import EvalSettings, evaluate
 from harness.models import checkpoint_hash, model_source, prepare_model
@@ -153,6 +153,8 @@ class Runner:
             evaluation = self.spec.evaluation.model_copy(update=overrides)
             self.spec = self.spec.model_copy(update={"evaluation": evaluation})
         self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
+        if not options.eval_only:
+            check_engine(self.spec, self.bench)  # a benchmark the engine cannot train stops here, before anything runs
         self.store = ResultStore(options.results_root)
         self.policy: PolicyServer | None = None
         """The run's policy model server (one process for every phase; see :mod:`harness.policy_server`)."""
@@ -432,6 +434,7 @@ class Runner:
                     benchmark=self.bench,
                     tasks=self._train_tasks(),
                     collect=lambda *a: self._collect(state, *a),
+                    simulator=self._simulator,
                 )
             )
         state.checkpoint = result.checkpoint

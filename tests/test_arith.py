@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmark import Task, load_module, open_benchmark
+from harness.benchmark import Episode, Task, load_module, open_benchmark
 from harness.data import load_split
 from harness.spec import load_spec
 from support import REPO
@@ -45,12 +45,15 @@ def test_answer_is_the_whole_number_after_the_first_equals_sign(text: str, answe
 def test_reward_format_and_partial_credit(cache: Path) -> None:
     _, bench, _ = open_benchmark("arith")
     task = Task(id="t", prompt="What is 5 + 3?", answer="8")
-    assert bench.reward_text("5 + 3 = 8.", task) == 1.0
-    assert bench.reward_text("5 + 3 = 9", task) == 0.0
-    assert bench.reward_text("The answer is 8", task) == 0.0
-    assert bench.format_ok("5 + 3 = 9") and not bench.format_ok("The answer is 8")
-    assert bench.partial_credit("5 + 3 = 9", task) == 0.5
-    assert bench.partial_credit("8", task) == 0.0
+    assert bench.score_completion("5 + 3 = 8.", task) == 1.0
+    assert bench.score_completion("5 + 3 = 9", task) == 0.0
+    assert bench.score_completion("The answer is 8", task) == 0.0
+
+    def terms(text: str) -> dict[str, float]:
+        return bench.shaping(Episode("t", 0, messages=[{"role": "assistant", "text": text}]), task)
+
+    assert terms("5 + 3 = 9") == {"format_reward": 1.0, "partial_credit": 0.5}
+    assert terms("The answer is 8") == {"format_reward": 0.0, "partial_credit": 0.0}
     assert bench.training_tools() == []
     prompt = bench.training_prompt(task)
     assert [m["role"] for m in prompt] == ["system", "user"] and prompt[1]["content"] == "What is 5 + 3?"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.benchmark import Episode, open_benchmark
+from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
 from harness.errors import DataError
 from harness.results.stats import pass_hat_k
@@ -143,12 +143,18 @@ def test_native_results_leave_out_infra_errors(tau2: Any, tmp_path: Path) -> Non
 
 
 def test_training_reward_shaping(tau2: Any) -> None:
-    _, bench = tau2
+    from harness.engines.shaping import Shaping, training_reward
+
+    spec, bench = tau2
     ep = Episode(task_id="1", sample=0, reward=0.0, tool_calls=2)
     ep.info["reward_info"] = {"action_checks": [{"action_match": True}, {"action_match": False}]}
-    assert bench.training_reward(ep) == pytest.approx(0.1 + 0.5 * 0.5)
-    _, full_bench, _ = open_benchmark("tau2", "full")
-    assert full_bench.training_reward(ep) == 0.0  # the reference profile trains on τ²'s reward alone
+    task = Task(id="1", prompt="{}", answer="")
+    assert bench.shaping(ep, task) == {"tool_call_bonus": 1.0, "action_credit": 0.5}
+    smoke = Shaping.from_config(spec.training.config["shaping"])
+    assert training_reward(bench, ep, task, smoke) == pytest.approx(0.1 + 0.5 * 0.5)
+    full_spec, full_bench, _ = open_benchmark("tau2", "full")
+    full = Shaping.from_config(full_spec.training.config.get("shaping"))
+    assert training_reward(full_bench, ep, task, full) == 0.0  # the reference profile trains on τ²'s reward alone
 
 
 # -- the compatibility shims: each test fails when its shim stops working or stops being needed ---------------

@@ -6,31 +6,23 @@ signal to learn from (the ``learn-cpu`` profile).
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.benchmark import Episode, RolloutContext, Task, load_module, no_resources, register_benchmark
-from harness.spec import BenchmarkSpec
+from harness.benchmark import Benchmark, Episode, RolloutContext, Task, load_module, register_benchmark
 
 _reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_arith_reward")
 
 
 @register_benchmark
-class ArithBenchmark:
+class ArithBenchmark(Benchmark):
     name: ClassVar[str] = "arith"
-
-    def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
-        self.spec = spec
-        self.folder = folder
+    shaping_terms: ClassVar[tuple[str, ...]] = ("format_reward", "partial_credit")
 
     def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
         return [Task(id=str(r["id"]), prompt=str(r["question"]), answer=str(r["result"]), data=dict(r)) for r in rows]
-
-    def resources(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        return no_resources()
 
     async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
         messages = self.training_prompt(task)
@@ -68,15 +60,14 @@ class ArithBenchmark:
             {"role": "user", "content": task.prompt},
         ]
 
-    def training_tools(self) -> list[Callable[..., str]]:
-        return []
-
-    def reward_text(self, completion: str, task: Task) -> float:
+    def score_completion(self, completion: str, task: Task) -> float:
         return float(_reward.reward(completion, task.answer))
 
-    def format_ok(self, completion: str) -> bool:
-        """An equation whose right-hand side is a whole number (right or wrong)."""
-        return _reward.extract_answer(completion) is not None
-
-    def partial_credit(self, completion: str, task: Task) -> float:
-        return float(_reward.closeness(completion, task.answer))
+    def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
+        """``format_reward``: an equation whose right-hand side is a whole number (right or wrong);
+        ``partial_credit``: how close that number is to the answer."""
+        final = str(episode.messages[-1].get("text", "")) if episode.messages else ""
+        return {
+            "format_reward": float(_reward.extract_answer(final) is not None),
+            "partial_credit": float(_reward.closeness(final, task.answer)),
+        }

@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.benchmark import Episode, RolloutContext, Task, load_module, message_record, register_benchmark
-from harness.spec import BenchmarkSpec
+from harness.benchmark import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
 from harness.tools.calculator import calculate, open_calculator
 from harness.tools.schema import readable_functions
 
@@ -20,12 +19,9 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?")
 
 
 @register_benchmark
-class MathBenchmark:
+class MathBenchmark(Benchmark):
     name: ClassVar[str] = "math"
-
-    def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
-        self.spec = spec
-        self.folder = folder
+    shaping_terms: ClassVar[tuple[str, ...]] = ("format_reward", "partial_credit")
 
     def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
         return [Task(id=str(r["id"]), prompt=str(r["question"]), answer=str(r["result"]), data=dict(r)) for r in rows]
@@ -92,21 +88,27 @@ class MathBenchmark:
         calculate_tool.__name__ = "calculate"
         return [calculate_tool]
 
-    def reward_text(self, completion: str, task: Task) -> float:
+    def score_completion(self, completion: str, task: Task) -> float:
         return float(_reward.reward(completion, task.answer))
 
-    def format_ok(self, completion: str) -> bool:
-        return _reward.extract_answer(completion) is not None
+    def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
+        """``format_reward``: the final text has a ``###`` answer; ``partial_credit``: closeness of its last number
+        to a numeric answer, 1 / (1 + |ln(pred / truth)|)."""
+        final = str(episode.messages[-1].get("text", "")) if episode.messages else ""
+        return {
+            "format_reward": float(_reward.extract_answer(final) is not None),
+            "partial_credit": _closeness(final, task),
+        }
 
-    def partial_credit(self, completion: str, task: Task) -> float:
-        """Closeness of the last number in the text to a numeric answer: 1 / (1 + |ln(pred / truth)|)."""
-        truth = _reward.safe_eval_number(task.answer)
-        numbers = _NUMBER.findall(completion[-2000:])
-        if truth is None or not numbers:
-            return 0.0
-        pred = _reward.safe_eval_number(numbers[-1])
-        if pred is None:
-            return 0.0
-        if truth == 0 or pred == 0 or (pred > 0) != (truth > 0):
-            return 1.0 / (1.0 + abs(pred - truth))
-        return 1.0 / (1.0 + abs(math.log(abs(pred) / abs(truth))))
+
+def _closeness(completion: str, task: Task) -> float:
+    truth = _reward.safe_eval_number(task.answer)
+    numbers = _NUMBER.findall(completion[-2000:])
+    if truth is None or not numbers:
+        return 0.0
+    pred = _reward.safe_eval_number(numbers[-1])
+    if pred is None:
+        return 0.0
+    if truth == 0 or pred == 0 or (pred > 0) != (truth > 0):
+        return 1.0 / (1.0 + abs(pred - truth))
+    return 1.0 / (1.0 + abs(math.log(abs(pred) / abs(truth))))

@@ -8,16 +8,15 @@ a server is unreachable is an infrastructure error (retried, then excluded from 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.benchmark import Episode, RolloutContext, Task, load_module, message_record, register_benchmark
+from harness.benchmark import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
 from harness.errors import SpecError
 from harness.paths import cache_dir
 from harness.spec import BenchmarkSpec
@@ -33,12 +32,6 @@ class Tau2Options(BaseModel):
     max_steps: int = Field(100, gt=1, description="Most messages (both sides) before the conversation is cut.")
     assistant_window: int = Field(4000, gt=0, description="Token window of the assistant's history (o200k count).")
     user_max_tokens: int = Field(256, gt=0, description="Most tokens per user-simulator message.")
-    tool_call_bonus: float = Field(
-        0.0, ge=0, description="Training only: extra reward for a conversation with at least one tool call."
-    )
-    action_credit: float = Field(
-        0.0, ge=0, description="Training only: weight of the fraction of τ²'s expected actions the agent matched."
-    )
 
 
 def _is_success(reward: float) -> bool:
@@ -46,12 +39,12 @@ def _is_success(reward: float) -> bool:
 
 
 @register_benchmark
-class Tau2Benchmark:
+class Tau2Benchmark(Benchmark):
     name: ClassVar[str] = "tau2"
+    shaping_terms: ClassVar[tuple[str, ...]] = ("tool_call_bonus", "action_credit")
 
     def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
-        self.spec = spec
-        self.folder = folder
+        super().__init__(spec, folder)
         try:
             self.options = Tau2Options.model_validate(dict(spec.agent.options))
         except Exception as exc:  # pydantic's message, first line, with the key path
@@ -63,10 +56,6 @@ class Tau2Benchmark:
         tasks = [Task(id=str(r["id"]), prompt=json.dumps(r), answer="", data=dict(r)) for r in rows]
         self._tasks_by_id.update({t.id: t for t in tasks})
         return tasks
-
-    @contextlib.asynccontextmanager
-    async def resources(self) -> AsyncIterator[Any]:
-        yield None
 
     def _runner(self, ctx: RolloutContext) -> Any:
         from agent_framework_lab_tau2 import TaskRunner
@@ -197,29 +186,9 @@ class Tau2Benchmark:
         )
         path.write_text(results.model_dump_json(indent=2), encoding="utf-8")
 
-    def training_reward(self, episode: Episode) -> float:
-        """τ²'s reward plus the spec's shaping terms (0 unless a profile sets them); pass rates never use this."""
-        reward = episode.reward
-        if self.options.tool_call_bonus and episode.tool_calls > 0:
-            reward += self.options.tool_call_bonus
+    def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
+        """``tool_call_bonus``: the assistant made at least one tool call; ``action_credit``: the share of τ²'s
+        expected actions it matched."""
         checks = (episode.info.get("reward_info") or {}).get("action_checks") or []
-        if self.options.action_credit and checks:
-            reward += self.options.action_credit * sum(bool(c.get("action_match")) for c in checks) / len(checks)
-        return reward
-
-    # -- training hooks (engines that run their own tool loop) -------------------------------------------------
-
-    def training_prompt(self, task: Task) -> list[dict[str, str]]:
-        raise SpecError("tau2: training runs through the benchmark's own rollouts (engine 'verl'), not prompts")
-
-    def training_tools(self) -> list[Callable[..., Any]]:
-        return []
-
-    def reward_text(self, completion: str, task: Task) -> float:
-        return 0.0
-
-    def format_ok(self, completion: str) -> bool:
-        return True
-
-    def partial_credit(self, completion: str, task: Task) -> float:
-        return 0.0
+        matched = sum(bool(c.get("action_match")) for c in checks) / len(checks) if checks else 0.0
+        return {"tool_call_bonus": float(episode.tool_calls > 0), "action_credit": matched}

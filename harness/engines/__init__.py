@@ -34,4 +34,20 @@ def get_engine(name: str) -> Engine:
     return engine
 
 
-__all__ = ["Engine", "TrainRequest", "TrainResult", "engine_names", "get_engine", "get_engine_class", "register_engine"]
+def check_engine(spec: Any, bench: Any) -> None:
+    """Raise SpecError when ``bench`` cannot train with the spec's engine as configured (the engine's ``check``)."""
+    check = getattr(get_engine_class(spec.training.engine), "check", None)
+    if check is not None:
+        check(spec, bench)
+
+
+__all__ = [
+    "Engine",
+    "TrainRequest",
+    "TrainResult",
+    "check_engine",
+    "engine_names",
+    "get_engine",
+    "get_engine_class",
+    "register_engine",
+]

@@ -43,6 +43,9 @@ class TrainRequest:
     """``collect(checkpoint, tasks, n, temperature, out_path, trace)``: serve ``checkpoint`` and run ``n`` real
     rollouts of each task with the benchmark's agent (and user simulator), tracing the policy's calls into
     ``trace``; returns the episodes. Provided by the runner to engines that train on their own rollouts."""
+    simulator: tuple[str, str, str] | None = None
+    """The run's user simulator as (base_url, model, api_key), for engines whose workers run the rollouts
+    themselves (verl); None for benchmarks without one."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ class Engine(Protocol):
     # Optional: ``uses_policy_server: ClassVar[bool]`` -- True for an engine that trains on rollouts served by the
     # run's policy server (``TrainRequest.collect``), which then stays up through training; default False (the
     # server is stopped so the trainer has the machine, unless ``serving.keep_during_training``).
+    # Optional: ``check(spec, bench) -> None`` (a static method) -- raises SpecError when the benchmark cannot train
+    # with this engine as configured (missing hooks, unknown shaping terms); the runner calls it before anything
+    # starts.
 
     def train(self, request: TrainRequest) -> TrainResult: ...
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.shaping import Shaping, training_reward
 from harness.errors import EngineError
 from harness.exits import ExitWatch
 from harness.results.schema import INFRA_ERROR_KINDS
@@ -45,6 +46,10 @@ class TraceGrpoConfig(BaseModel):
     max_triplets: int = Field(8, gt=0, description="Most (prompt, completion) pairs per update, largest |advantage|.")
     max_grad_norm: float = Field(1.0, gt=0)
     torch_threads: int | None = Field(None, gt=0)
+    shaping: dict[str, float] = Field(
+        default_factory=dict,
+        description="Training-reward shaping: {term: weight}, the benchmark's shaping terms (harness.engines.shaping).",
+    )
 
 
 def group_advantages(rewards: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:
@@ -84,8 +89,15 @@ class TraceGrpoEngine:
     uses_policy_server: ClassVar[bool] = True
     """Trains on rollouts served by the run's policy server (it stays up through training)."""
 
+    @staticmethod
+    def check(spec: Any, bench: Any) -> None:
+        """Before anything starts: the shaping terms exist."""
+        Shaping.from_config(TraceGrpoConfig.model_validate(spec.training.config).shaping).check(bench)
+
     def train(self, request: TrainRequest) -> TrainResult:
         config = TraceGrpoConfig.model_validate(request.spec.training.config)
+        shaping = Shaping.from_config(config.shaping)
+        by_id = {t.id: t for t in request.tasks}
         if request.collect is None or not request.tasks:
             raise EngineError("trace-grpo needs the run's rollout collector and training tasks")
         request.output_dir.mkdir(parents=True, exist_ok=True)
@@ -113,8 +125,9 @@ class TraceGrpoEngine:
                     f"trace-grpo step {step}: {len(scored)} rollouts traced no policy call with token ids "
                     "(nothing to train on; does the server return token ids?)"
                 )
-            shaped = getattr(request.benchmark, "training_reward", None)
-            rewards = {(e.task_id, e.sample): float(shaped(e) if shaped else e.reward) for e in scored}
+            rewards = {
+                (e.task_id, e.sample): training_reward(request.benchmark, e, by_id[e.task_id], shaping) for e in scored
+            }
             advantages = group_advantages(rewards)
             triplets = select_triplets(trace, advantages, config.max_triplets, request.seed + step)
             record: dict[str, float] = {

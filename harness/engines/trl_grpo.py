@@ -14,13 +14,14 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
-from harness.errors import EngineError
+from harness.engines.shaping import LENGTH_PENALTY, Shaping
+from harness.errors import EngineError, SpecError
 from harness.exits import ExitWatch
 
 PROGRESS_PREFIX = "HARNESS_PROGRESS "
@@ -80,10 +81,32 @@ class TrlGrpoConfig(BaseModel):
         return self
 
 
+def shaping_of(config: TrlGrpoConfig) -> Shaping:
+    """The config's shaping keys as the benchmark's shaping terms (``format_reward``, ``partial_credit``) and the
+    length penalty."""
+    return Shaping.from_config(
+        {
+            "format_reward": config.format_reward,
+            "partial_credit": config.partial_credit,
+            LENGTH_PENALTY: config.length_penalty,
+        }
+    )
+
+
 @register_engine
 class TrlGrpoEngine:
     name: ClassVar[str] = "trl-grpo"
     config_model: ClassVar[type[BaseModel]] = TrlGrpoConfig
+
+    @staticmethod
+    def check(spec: Any, bench: Any) -> None:
+        """Before anything starts: the benchmark has the single-turn hooks, and the shaping terms exist."""
+        if not bench.trains_single_turn():
+            raise SpecError(
+                f"benchmark {bench.name!r} has no single-turn training hooks (training_prompt, score_completion) "
+                "that engine 'trl-grpo' needs: train it with engine 'trace-grpo' or 'verl'"
+            )
+        shaping_of(TrlGrpoConfig.model_validate(spec.training.config)).check(bench)
 
     def train(self, request: TrainRequest) -> TrainResult:
         config = TrlGrpoConfig.model_validate(request.spec.training.config)

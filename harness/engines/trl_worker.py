@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines.trl_grpo import PROGRESS_PREFIX, TrlGrpoConfig, load_request
+from harness.engines.trl_grpo import PROGRESS_PREFIX, TrlGrpoConfig, load_request, shaping_of
 
 
 def _final_text(completion: Any) -> str:
@@ -35,7 +35,7 @@ def main(job_path: str) -> int:
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from harness.benchmark import load_benchmark
+    from harness.benchmark import Episode, Task, load_benchmark
     from harness.data import load_split
     from harness.spec import load_spec
 
@@ -55,28 +55,35 @@ def main(job_path: str) -> int:
     by_id = {t.id: t for t in tasks}
     dataset = Dataset.from_list([{"prompt": bench.training_prompt(t), "task_id": t.id} for t in tasks])
 
-    def correctness(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
-        return [bench.reward_text(_final_text(c), by_id[t]) for c, t in zip(completions, task_id, strict=True)]
+    shaping = shaping_of(config)
 
-    def answer_format(completions: list[Any], **_: Any) -> list[float]:
-        return [config.format_reward if bench.format_ok(_final_text(c)) else 0.0 for c in completions]
+    def scored(completion: Any, task_id: str) -> tuple[Episode, Task]:
+        task, final = by_id[task_id], _final_text(completion)
+        reward = float(bench.score_completion(final, task))
+        return Episode(
+            task_id, 0, reward=reward, passed=reward >= 1.0, messages=[{"role": "assistant", "text": final}]
+        ), task
+
+    def correctness(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
+        return [scored(c, t)[0].reward for c, t in zip(completions, task_id, strict=True)]
+
+    def term(name: str, weight: float) -> Any:
+        def reward(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
+            out = []
+            for c, t in zip(completions, task_id, strict=True):
+                episode, task = scored(c, t)
+                out.append(weight * float(bench.shaping(episode, task).get(name, 0.0)))
+            return out
+
+        reward.__name__ = name  # TRL logs each reward function under its name
+        return reward
 
     def overlong(completion_ids: list[list[int]], **_: Any) -> list[float]:
         limit = config.max_completion_length
-        return [-config.length_penalty * min(1.0, len(ids) / limit) for ids in completion_ids]
+        return [-shaping.length_penalty * min(1.0, len(ids) / limit) for ids in completion_ids]
 
-    def partial(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
-        return [
-            config.partial_credit * bench.partial_credit(_final_text(c), by_id[t])
-            for c, t in zip(completions, task_id, strict=True)
-        ]
-
-    reward_funcs: list[Any] = [correctness]
-    if config.partial_credit > 0:
-        reward_funcs.append(partial)
-    if config.format_reward > 0:
-        reward_funcs.append(answer_format)
-    if config.length_penalty > 0:
+    reward_funcs: list[Any] = [correctness, *(term(n, w) for n, w in shaping.weights.items())]
+    if shaping.length_penalty > 0:
         reward_funcs.append(overlong)
     out = Path(job["output_dir"])
     batch = config.prompts_per_step * config.num_generations

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.shaping import Shaping
 from harness.errors import EngineError, HarnessError
 from harness.exits import ExitWatch
 
@@ -30,6 +31,8 @@ PROGRESS_PREFIX = "HARNESS_PROGRESS "
 AGENT_LOOP_TARGET = "harness.engines.verl_agent_loop.HarnessAgentLoop"
 AGENT_LOOP_NAME = "harness_agent"
 # Keep NVLink multicast off in every process VERL starts (NCCL, PyTorch symmetric memory, NVSHMEM).
+SIMULATOR_KEY_ENV = "HARNESS_VERL_SIMULATOR_KEY"
+"""The user simulator's API key, for the rollout workers (passed in their environment, never written to a file)."""
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
@@ -106,19 +109,15 @@ class Trainer(_Section):
     total_epochs: int = Field(2, gt=0)
 
 
-class Shaping(_Section):
-    """Training-reward shaping for models too small to earn the task reward; pass rates never use it."""
-
-    format_reward: float = Field(0.0, ge=0, description="Bonus for a final answer in the required format.")
-    partial_credit: float = Field(0.0, ge=0, description="Weight of the benchmark's dense partial-credit reward.")
-    length_penalty: float = Field(0.0, ge=0, description="Minus this times (trained tokens / response budget).")
-
-
 class VerlConfig(_Section):
     n_workers: int = Field(2, gt=0, description="Rollout workers (VERL agent-loop workers, Ray actors).")
     train_limit: int | None = Field(None, gt=0, description="Use only the first N training tasks.")
     val_limit: int | None = Field(None, gt=0, description="Validate on only the first N validation tasks.")
-    shaping: Shaping = Shaping()
+    shaping: dict[str, float] = Field(
+        default_factory=dict,
+        description="Training-reward shaping: {term: weight}, the benchmark's shaping terms and length_penalty "
+        "(harness.engines.shaping); pass rates never use it.",
+    )
     algorithm: Algorithm = Algorithm()
     data: Data = Data()
     actor_rollout_ref: ActorRolloutRef
@@ -246,6 +245,11 @@ class VerlEngine:
     name: ClassVar[str] = "verl"
     config_model: ClassVar[type[BaseModel]] = VerlConfig
 
+    @staticmethod
+    def check(spec: Any, bench: Any) -> None:
+        """Before anything starts: the shaping terms exist."""
+        Shaping.from_config(VerlConfig.model_validate(spec.training.config).shaping).check(bench)
+
     def train(self, request: TrainRequest) -> TrainResult:
         config = VerlConfig.model_validate(request.spec.training.config)
         ray_address = resolve_ray_address(request.ray_address)
@@ -274,6 +278,9 @@ class VerlEngine:
                     "seed": request.seed,
                     "data_mirror": os.environ.get("HARNESS_DATA_MIRROR", ""),
                     "ray_address": ray_address,
+                    "simulator": {"base_url": request.simulator[0], "model": request.simulator[1]}
+                    if request.simulator
+                    else None,
                 },
                 indent=2,
             )
@@ -281,6 +288,8 @@ class VerlEngine:
         total = int(config.overrides.get("trainer.total_training_steps", 0) or 0)
         env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
         env.update(MULTICAST_OFF)
+        if request.simulator:
+            env[SIMULATOR_KEY_ENV] = request.simulator[2]  # to the rollout workers' environment only, never a file
         if ray_address is None:
             env.pop("RAY_ADDRESS", None)
         backend = request.backend

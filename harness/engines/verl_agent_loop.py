@@ -21,8 +21,10 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
-from harness.benchmark import Benchmark, Task, load_benchmark
-from harness.engines.verl_rollout import Shaping, Trajectory, traced_rollout
+from harness.benchmark import Benchmark, SimulatorContext, Task, load_benchmark
+from harness.engines.shaping import Shaping
+from harness.engines.verl import SIMULATOR_KEY_ENV
+from harness.engines.verl_rollout import Trajectory, traced_rollout
 from harness.spec import load_spec
 
 AGENT_NAME = "harness_agent"
@@ -37,7 +39,19 @@ class _Runtime:
         self.resources = resources
         self.stack = stack
         self.max_turns = int(info["max_turns"])
-        self.shaping = Shaping(**json.loads(info["shaping"]))
+        self.shaping = Shaping.from_config(json.loads(info["shaping"]))
+        self.simulator: SimulatorContext | None = None
+        if info.get("simulator_url"):  # the run's user simulator, served beside the policy and never trained
+            import openai
+
+            self.simulator = SimulatorContext(
+                model=str(info["simulator_model"]),
+                client=openai.AsyncOpenAI(
+                    base_url=str(info["simulator_url"]),
+                    api_key=os.environ.get(SIMULATOR_KEY_ENV) or "EMPTY",
+                    max_retries=2,
+                ),
+            )
 
 
 _RUNTIMES: dict[str, _Runtime] = {}
@@ -104,6 +118,7 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
             seed=int(info.get("seed", 0)),
             resources=runtime.resources,
             shaping=runtime.shaping,
+            simulator=runtime.simulator,
         )
         if result.error:
             logger.warning("task %s: the agent stopped early: %s", task.id, result.error)

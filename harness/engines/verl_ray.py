@@ -14,7 +14,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from harness.engines.verl_rollout import Generate, Shaping, Trajectory, traced_rollout
+from harness.engines.shaping import Shaping
+from harness.engines.verl_rollout import Generate, Trajectory, traced_rollout
 
 
 def transformers_generator(model_path: str, seed: int = 0) -> tuple[Any, Generate]:
@@ -84,7 +85,7 @@ class RolloutWorker:
                 max_turns=self.spec.agent.max_turns,
                 seed=self.seed,
                 resources=self.resources,
-                shaping=Shaping(**shaping),
+                shaping=Shaping.from_config(shaping),
             )
             results.append(
                 {

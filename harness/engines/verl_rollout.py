@@ -24,7 +24,8 @@ from typing import Any
 
 import httpx
 
-from harness.benchmark import Benchmark, Episode, RolloutContext, Task
+from harness.benchmark import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.engines.shaping import Shaping, training_reward
 
 Generate = Callable[[list[int], dict[str, Any]], Awaitable[tuple[list[int], list[float] | None]]]
 """``await generate(prompt_ids, sampling_params) -> (token_ids, log_probs or None)``; ``max_tokens`` is set."""
@@ -272,15 +273,6 @@ class TokenTransport(httpx.AsyncBaseTransport):
         return httpx.Response(200, json=await self.trajectory.complete(body))
 
 
-@dataclass(frozen=True)
-class Shaping:
-    """Training-reward shaping for models too small to earn the task reward (pass rates never use it)."""
-
-    format_reward: float = 0.0
-    partial_credit: float = 0.0
-    length_penalty: float = 0.0
-
-
 @dataclass
 class TracedRollout:
     episode: Episode | None
@@ -298,9 +290,11 @@ async def traced_rollout(
     max_turns: int,
     seed: int,
     resources: Any,
-    shaping: Shaping = Shaping(),
+    shaping: Shaping | None = None,
+    simulator: SimulatorContext | None = None,
 ) -> TracedRollout:
-    """Run the benchmark's agent on ``task`` with the policy behind ``trajectory``; score it with its reward."""
+    """Run the benchmark's agent on ``task`` with the policy behind ``trajectory`` (and the run's user simulator,
+    for benchmarks that have one); its reward is the episode's, plus the profile's shaping."""
     import openai
 
     # no client-side timeout: generation time is the trainer's, and the transport never touches a network
@@ -316,6 +310,7 @@ async def traced_rollout(
         seed=seed,
         client=client,
         resources=resources,
+        simulator=simulator,
     )
     episode: Episode | None = None
     error = ""
@@ -327,16 +322,7 @@ async def traced_rollout(
         await http.aclose()
     if not trajectory.calls:
         raise NoTrainableTokens(f"task {task.id}: the agent made no LLM call ({error or 'no error'})")
-    final = ""
-    if episode is not None and episode.messages:
-        final = str(episode.messages[-1].get("text", ""))
     passed = bool(episode.passed) if episode is not None else False
-    reward = bench.reward_text(final, task) if episode is not None else 0.0
-    if shaping.format_reward and bench.format_ok(final):
-        reward += shaping.format_reward
-    if shaping.partial_credit:
-        reward += shaping.partial_credit * bench.partial_credit(final, task)
-    if shaping.length_penalty:
-        used = sum(trajectory.response_mask)
-        reward -= shaping.length_penalty * min(1.0, used / max(trajectory.response_budget, 1))
+    used = sum(trajectory.response_mask) / max(trajectory.response_budget, 1)
+    reward = training_reward(bench, episode, task, shaping or Shaping(), used) if episode is not None else 0.0
     return TracedRollout(episode=episode, reward=float(reward), passed=passed, error=error, trajectory=trajectory)

@@ -110,7 +110,8 @@ def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path
     spec = load_spec(spec_path, job["profile"])
     bench = load_benchmark(spec, spec_path.parent)
     mirror = Path(job["data_mirror"]) if job.get("data_mirror") else None
-    shaping = json.dumps(config.shaping.model_dump())
+    shaping = json.dumps(config.shaping)
+    simulator = job.get("simulator") or {}
 
     def rows(split: str, limit: int | None) -> list[dict[str, Any]]:
         split_rows, _ = load_split(spec.dataset, split, mirror)
@@ -119,7 +120,8 @@ def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path
             {
                 "data_source": spec.name,
                 "agent_name": AGENT_LOOP_NAME,
-                "prompt": bench.training_prompt(t),
+                # VERL's dataset wants a chat prompt; the agent loop renders the agent's own conversation instead
+                "prompt": [{"role": "user", "content": f"task {t.id}"}],
                 "ability": "agent",
                 "reward_model": {"style": "agent", "ground_truth": t.answer},
                 "extra_info": {
@@ -133,6 +135,8 @@ def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path
                     "max_turns": spec.agent.max_turns,
                     "seed": int(job["seed"]),
                     "shaping": shaping,
+                    "simulator_url": str(simulator.get("base_url") or ""),
+                    "simulator_model": str(simulator.get("model") or ""),
                 },
             }
             for i, t in enumerate(tasks)
