@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from harness.errors import SpecError
 from harness.paths import benchmarks_dir
+from harness.registry import Registry
 from harness.spec import BenchmarkSpec, load_spec
 
 ErrorKind = Literal["", "infra", "timeout", "agent"]
@@ -164,7 +165,7 @@ def message_record(message: Any) -> dict[str, Any]:
     return record
 
 
-_BENCHMARKS: dict[str, type[Any]] = {}
+BENCHMARKS: Registry[type[Any]] = Registry("benchmark", SpecError)
 _BY_MODULE: dict[str, list[type[Any]]] = {}
 
 
@@ -172,12 +173,7 @@ def register_benchmark(cls: type[Any]) -> type[Any]:
     """Class decorator: make a :class:`Benchmark` subclass known by its ``name``."""
     if not (isinstance(cls, type) and issubclass(cls, Benchmark)):
         raise SpecError(f"{getattr(cls, '__name__', cls)!r}: @register_benchmark needs a subclass of Benchmark")
-    if not isinstance(getattr(cls, "name", None), str):
-        raise SpecError(f"{cls.__name__}: a benchmark class needs a `name` string")
-    known = _BENCHMARKS.get(cls.name)
-    if known is not None and known.__qualname__ != cls.__qualname__:
-        raise SpecError(f"benchmark {cls.name!r} is registered twice ({known.__qualname__}, {cls.__qualname__})")
-    _BENCHMARKS[cls.name] = cls
+    BENCHMARKS.register(cls)
     _BY_MODULE.setdefault(cls.__module__, []).append(cls)
     return cls
 

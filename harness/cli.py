@@ -236,7 +236,7 @@ def reproduce(
 
 
 def _choose_backend(requested: str) -> str:
-    from harness.backends.base import backend_class, backend_names
+    from harness.backends import backend_class, backend_names
 
     names = backend_names()
     if requested != "auto":

@@ -15,7 +15,7 @@ from harness.benchmark import Episode, Task, open_benchmark
 from harness.data import load_split
 from harness.errors import DataError
 from harness.results.stats import pass_hat_k
-from harness.runner import summarize
+from harness.run_state import summarize
 
 TAU2_SPEC_SHA = "40d692b3fca780f46b56d48b447fd8db79a653f216667b8ed7c1a88380544532"
 

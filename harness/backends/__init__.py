@@ -2,6 +2,34 @@
 
 from __future__ import annotations
 
-from harness.backends.base import Backend, Handle, LaunchSpec, get_backend, register_backend
+from typing import Any
 
-__all__ = ["Backend", "Handle", "LaunchSpec", "get_backend", "register_backend"]
+from harness.backends.base import BACKENDS, Backend, Handle, LaunchSpec, register_backend
+
+
+def _load_builtin() -> None:
+    from harness.backends import local  # noqa: F401  (registers)
+
+    try:
+        from harness.backends import docker  # noqa: F401
+    except ImportError:  # the Docker SDK is optional
+        pass
+
+
+BACKENDS.load = _load_builtin
+
+
+def backend_names() -> list[str]:
+    return BACKENDS.names()
+
+
+def backend_class(name: str) -> type[Any]:
+    return BACKENDS.get(name)
+
+
+def get_backend(name: str, **kwargs: Any) -> Backend:
+    backend: Backend = BACKENDS.get(name)(**kwargs)
+    return backend
+
+
+__all__ = ["Backend", "Handle", "LaunchSpec", "backend_class", "backend_names", "get_backend", "register_backend"]

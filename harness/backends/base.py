@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from harness.errors import HarnessError
+from harness.registry import Registry
 
 Role = Literal["server", "train"]
 
@@ -72,36 +73,6 @@ class Backend(Protocol):
         ...
 
 
-_BACKENDS: dict[str, type[Any]] = {}
-
-
-def register_backend(cls: type[Any]) -> type[Any]:
-    _BACKENDS[cls.name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    from harness.backends import local  # noqa: F401  (registers)
-
-    try:
-        from harness.backends import docker  # noqa: F401
-    except ImportError:  # the Docker SDK is optional
-        pass
-
-
-def backend_names() -> list[str]:
-    _load_builtin()
-    return sorted(_BACKENDS)
-
-
-def backend_class(name: str) -> type[Any]:
-    _load_builtin()
-    return _BACKENDS[name]
-
-
-def get_backend(name: str, **kwargs: Any) -> Backend:
-    _load_builtin()
-    if name not in _BACKENDS:
-        raise HarnessError(f"unknown backend {name!r} (backends: {', '.join(sorted(_BACKENDS))})")
-    backend: Backend = _BACKENDS[name](**kwargs)
-    return backend
+BACKENDS: Registry[type[Any]] = Registry("backend", HarnessError)
+"""Backends by name; the package (:mod:`harness.backends`) loads the built-in ones on the first lookup."""
+register_backend = BACKENDS.register

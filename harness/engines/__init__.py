@@ -4,29 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.engines.base import _ENGINES, Engine, TrainRequest, TrainResult, register_engine
-
-_LOADED = False
+from harness.engines.base import ENGINES, Engine, TrainRequest, TrainResult, register_engine
 
 
 def _load_builtin() -> None:
-    global _LOADED
-    if _LOADED:
-        return
     # Importing an engine module registers it; heavy dependencies are imported lazily inside ``train``.
     from harness.engines import trace_grpo, trl_grpo, verl  # noqa: F401
 
-    _LOADED = True
+
+ENGINES.load = _load_builtin
 
 
 def engine_names() -> list[str]:
-    _load_builtin()
-    return sorted(_ENGINES)
+    return ENGINES.names()
 
 
 def get_engine_class(name: str) -> type[Any]:
-    _load_builtin()
-    return _ENGINES[name]
+    return ENGINES.get(name)
 
 
 def get_engine(name: str) -> Engine:

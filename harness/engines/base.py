@@ -10,11 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 
-from harness.spec import BenchmarkSpec
+from harness.errors import SpecError
+from harness.registry import Registry
+
+if TYPE_CHECKING:
+    from harness.spec import BenchmarkSpec
 
 
 @dataclass(frozen=True)
@@ -73,13 +77,6 @@ class Engine(Protocol):
     def train(self, request: TrainRequest) -> TrainResult: ...
 
 
-_ENGINES: dict[str, type[Any]] = {}
-
-
-def register_engine(cls: type[Any]) -> type[Any]:
-    """Class decorator: make an engine known by its ``name``."""
-    name = cls.name
-    if name in _ENGINES and _ENGINES[name] is not cls:
-        raise ValueError(f"engine {name!r} is registered twice")
-    _ENGINES[name] = cls
-    return cls
+ENGINES: Registry[type[Any]] = Registry("engine", SpecError)
+"""Engines by name; the package (:mod:`harness.engines`) loads the built-in ones on the first lookup."""
+register_engine = ENGINES.register

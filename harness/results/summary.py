@@ -1,6 +1,6 @@
 """The one place a pass rate, its interval and pass^k are computed from per-task counts.
 
-The run row and manifest (:func:`harness.runner.summarize`), ``harness compare``, ``harness report`` and the
+The run row and manifest (:func:`harness.run_state.summarize`), ``harness compare``, ``harness report`` and the
 pooled line of ``harness run --seeds N`` all call :func:`summarize_counts`, so a run's recorded interval and
 pass^k are exactly what ``harness compare`` prints for that run alone:
 

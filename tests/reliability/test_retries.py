@@ -20,7 +20,7 @@ import pytest
 from harness.benchmark import load_benchmark
 from harness.data import load_split
 from harness.evaluate import EvalSettings, evaluate
-from harness.runner import summarize
+from harness.run_state import summarize
 from harness.serving import free_port, serve
 from harness.spec import load_spec
 from support import MATH_SPEC

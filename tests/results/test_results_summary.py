@@ -11,7 +11,7 @@ from harness.results import ResultStore, TaskOutcome
 from harness.results.compare import compare
 from harness.results.sources import RunIdsSource
 from harness.results.stats import wilson_interval
-from harness.runner import summarize
+from harness.run_state import summarize
 
 
 def _episodes(seed: int, n_tasks: int = 30, samples: int = 4) -> list[Episode]:

@@ -1,0 +1,54 @@
+"""One registry pattern for everything the harness finds by name (benchmarks, engines, backends).
+
+A class registers itself with a decorator, under its ``name`` class attribute. Registering a different class under
+a name already taken is an error (the same class imported twice, or from a copy of its file, is not); looking up
+an unknown name is one line that lists the known ones and suggests the closest.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T", bound=type[Any])
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, error: type[Exception], load: Callable[[], None] | None = None) -> None:
+        self.kind = kind
+        self.error = error
+        self.load = load
+        """Imports the built-in implementations (they register themselves); run before the first lookup."""
+        self._classes: dict[str, T] = {}
+
+    def register(self, cls: T) -> T:
+        """Class decorator."""
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise self.error(f"{getattr(cls, '__name__', cls)}: a {self.kind} class needs a `name` string")
+        known = self._classes.get(name)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise self.error(f"{self.kind} {name!r} is registered twice ({known.__qualname__}, {cls.__qualname__})")
+        self._classes[name] = cls
+        return cls
+
+    def _loaded(self) -> dict[str, T]:
+        if self.load is not None:
+            load, self.load = self.load, None
+            load()
+        return self._classes
+
+    def names(self) -> list[str]:
+        return sorted(self._loaded())
+
+    def get(self, name: str) -> T:
+        classes = self._loaded()
+        if name not in classes:
+            hint = difflib.get_close_matches(name, classes, n=1)
+            did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise self.error(f"unknown {self.kind} {name!r}{did_you_mean} ({self.kind}s: {', '.join(sorted(classes))})")
+        return classes[name]
+
+    def find(self, name: str) -> T | None:
+        return self._loaded().get(name)

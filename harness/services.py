@@ -1,0 +1,69 @@
+"""The services a run holds for its whole length, apart from the policy server (:mod:`harness.policy_server`):
+the user simulator of benchmarks with a simulated user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from rich.console import Console
+
+from harness.models import checkpoint_hash, prepare_model
+from harness.serving import serve
+from harness.spec import BenchmarkSpec
+from harness.ui import progress
+
+SIMULATOR_URL_ENV = "HARNESS_USER_SIMULATOR_URL"
+SIMULATOR_MODEL_ENV = "HARNESS_USER_SIMULATOR_MODEL"
+SIMULATOR_KEY_ENV = "HARNESS_USER_SIMULATOR_API_KEY"
+
+Endpoint = tuple[str, str, str]
+"""(base_url, model, api_key)"""
+
+
+def start_user_simulator(
+    spec: BenchmarkSpec,
+    run_dir: Path,
+    stack: contextlib.ExitStack,
+    backend: Any,
+    labels: dict[str, str],
+    console: Console,
+) -> tuple[Endpoint | None, dict[str, str]]:
+    """The user simulator for the whole run, and what the manifest records of it (model, hash or endpoint host;
+    never a key). Served here (stopped when ``stack`` closes) unless ``HARNESS_USER_SIMULATOR_URL`` names an
+    external endpoint. (None, {}) for a benchmark without one."""
+    sim = spec.user_simulator
+    if sim is None:
+        return None, {}
+    url = os.environ.get(SIMULATOR_URL_ENV)
+    if url:
+        model = os.environ.get(SIMULATOR_MODEL_ENV) or sim.model.name
+        record = {"source": "endpoint", "model": model, "host": urlsplit(url).hostname or ""}
+        console.print(f"  user simulator: {model} at external endpoint {record['host']}")
+        return (url, model, os.environ.get(SIMULATOR_KEY_ENV, "EMPTY")), record
+    with console.status("preparing the user-simulator model"):
+        checkpoint = prepare_model(sim.model)
+        digest = checkpoint_hash(checkpoint)
+    with progress(console) as bars:
+        bar = bars.add_task("user simulator: starting model server", total=None)
+        server = stack.enter_context(
+            serve(
+                checkpoint,
+                f"user-simulator-{sim.model.name}",
+                spec.serving,
+                run_dir / "server-user-simulator.log",
+                tick=lambda s: bars.update(bar, description=f"user simulator: starting ({s:.0f} s)"),
+                backend=backend,
+                labels={**labels, "harness.role": "user-simulator"},
+            )
+        )
+    console.print(f"  user simulator: {sim.model.name} {digest[:12]} served for the run (never trained)")
+    return (server.endpoint.base_url, server.endpoint.model, "EMPTY"), {
+        "source": "served",
+        "model": sim.model.name,
+        "hash": digest,
+    }
