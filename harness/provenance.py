@@ -40,9 +40,29 @@ def git_state(root: Path = REPO_ROOT) -> tuple[str, bool]:
             text=True,
             check=True,
         ).stdout
+        # a new file in a benchmark folder (data, a helper module) changes what runs, tracked or not
+        untracked = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all", "--", "benchmarks"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown", True
-    return sha, bool(status.strip())
+    return sha, bool(status.strip() or untracked.strip())
+
+
+def folder_hash(folder: Path) -> str:
+    """sha256 over a folder's files (relative paths and contents, in path order; caches and bytecode left out):
+    the benchmark code and data that ran, whatever git says."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder)
+        if "__pycache__" in rel.parts or path.suffix == ".pyc":
+            continue
+        digest.update(str(rel.as_posix()).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from harness.models import model_source
-from harness.provenance import hardware, run_packages
+from harness.provenance import folder_hash, hardware, run_packages
 from harness.results.schema import RunRow, TaskOutcome
 from harness.results.store import ResultStore
 from harness.run_state import PhaseSummary, RunOptions, RunState
@@ -139,6 +139,8 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
             "profile": ctx.spec.profile,
             "hash": row.spec_hash,
             "resolved": ctx.spec.model_dump(mode="json"),
+            "version": ctx.spec.version,
+            "benchmark_folder_sha256": folder_hash(ctx.spec_path.parent),
         },
         "args": {
             "as_passed": {

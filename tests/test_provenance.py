@@ -1,0 +1,40 @@
+"""Provenance: a run is dirty when a tracked file changed or a file appeared under benchmarks/; the benchmark
+folder's hash follows its files, not git."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from harness.provenance import folder_hash, git_state
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_untracked_files_under_benchmarks_make_the_run_dirty(tmp_path: Path) -> None:
+    (tmp_path / "benchmarks" / "b").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "b" / "spec.yaml").write_text("name: b\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "init")
+    sha, dirty = git_state(tmp_path)
+    assert len(sha) == 40 and not dirty
+    (tmp_path / "notes.txt").write_text("an untracked file elsewhere does not change what runs")
+    assert git_state(tmp_path) == (sha, False)
+    (tmp_path / "benchmarks" / "b" / "data.json").write_text("[]")
+    assert git_state(tmp_path) == (sha, True)
+
+
+def test_folder_hash_follows_content_and_names_not_caches(tmp_path: Path) -> None:
+    (tmp_path / "benchmark.py").write_text("x = 1\n")
+    first = folder_hash(tmp_path)
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "benchmark.cpython-311.pyc").write_bytes(b"\0")
+    assert folder_hash(tmp_path) == first
+    (tmp_path / "benchmark.py").write_text("x = 2\n")
+    assert folder_hash(tmp_path) != first
+    (tmp_path / "benchmark.py").write_text("x = 1\n")
+    (tmp_path / "benchmark.py").rename(tmp_path / "other.py")
+    assert folder_hash(tmp_path) != first
