@@ -6,10 +6,13 @@ trainer (:class:`~harness.errors.RunFailure`) prints as one line and exits 1; Ct
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
+import io
 import signal
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -61,8 +64,8 @@ def validate(
 
     path = Path(benchmark) if benchmark.endswith((".yaml", ".yml")) else spec_path(benchmark)
     profiles = [profile] if profile else profile_names(path) or [None]
-    for p in profiles:
-        spec = load_spec(path, p)
+    specs = [load_spec(path, p) for p in profiles]  # the file's own errors first, then the code's
+    for spec in specs:
         check_engine(spec, load_benchmark(spec, path.parent))
         console.print(f"ok  {path} profile={spec.profile} model={spec.model.name} engine={spec.training.engine}")
 
@@ -282,10 +285,27 @@ def _register_results() -> None:
 _register_results()
 
 
+@contextlib.contextmanager
+def _stacks_on_sigusr1() -> Iterator[None]:
+    """`kill -USR1 <pid>` prints every thread's stack to stderr: where a run that seems stuck is waiting. (Not where
+    stderr is no file, e.g. the CLI called in-process with its output captured.)"""
+    registered = False
+    with contextlib.suppress(io.UnsupportedOperation, ValueError, AttributeError, RuntimeError):
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr.fileno(), all_threads=True, chain=False)
+        registered = True
+    try:
+        yield
+    finally:
+        if registered:
+            faulthandler.unregister(signal.SIGUSR1)
+
+
 def main() -> None:
-    interrupts.install()
-    # `kill -USR1 <pid>` prints every thread's stack to stderr: where a run that seems stuck is waiting.
-    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    with interrupts.installed(), _stacks_on_sigusr1():
+        _main()
+
+
+def _main() -> None:
     try:
         rv = app(standalone_mode=False)
         if isinstance(rv, int) and rv:  # typer returns 130 for Ctrl-C when not in standalone mode

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-import time
+from collections.abc import Iterator
 from types import FrameType
 
 import psutil
@@ -28,14 +28,27 @@ GRACE_ENV = "HARNESS_INTERRUPT_GRACE_S"
 DEFAULT_GRACE_S = 120.0
 
 _received: list[int] = []
+_done = threading.Event()
 
 
-def install() -> None:
-    """Route SIGINT and SIGTERM here (SIGINT too when the parent started us with it ignored, as a shell does for
-    background jobs)."""
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """Route SIGINT and SIGTERM here for the block (SIGINT too when the parent started us with it ignored, as a
+    shell does for background jobs); afterwards the previous handlers are back and a watchdog started by a signal
+    in the block stands down."""
+    global _done
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     _received.clear()
+    _done = done = threading.Event()
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        yield
+    finally:
+        done.set()
+        for s, handler in previous.items():
+            if handler is not None:
+                signal.signal(s, handler)
 
 
 def grace_s() -> float:
@@ -49,13 +62,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
     if len(_received) == 1:
         stop_children(signal.SIGTERM)
-        threading.Thread(target=_watchdog, args=(grace_s(),), name="interrupt-watchdog", daemon=True).start()
+        watchdog = threading.Thread(target=_watchdog, args=(grace_s(), _done), name="interrupt-watchdog", daemon=True)
+        watchdog.start()
         raise KeyboardInterrupt
     _force_exit(f"{signal.Signals(signum).name} again: stopping every child process now")
 
 
-def _watchdog(seconds: float) -> None:
-    time.sleep(seconds)
+def _watchdog(seconds: float, done: threading.Event) -> None:
+    if done.wait(seconds):  # the harness finished its clean-up (or the block ended) in time
+        return
     _force_exit(f"clean-up after the interrupt did not finish in {seconds:.0f} s: its stacks follow")
 
 
@@ -63,7 +78,8 @@ def _force_exit(message: str) -> None:
     with contextlib.suppress(Exception):
         sys.stderr.write(f"{message}\n")
         sys.stderr.flush()
-        faulthandler.dump_traceback(all_threads=True)
+    with contextlib.suppress(Exception):  # to the process's own stderr, even where sys.stderr is replaced
+        faulthandler.dump_traceback(file=sys.__stderr__ or sys.stderr, all_threads=True)
     stop_children(signal.SIGKILL)
     os._exit(EXIT_CODE)
 

@@ -22,17 +22,17 @@ SCRIPT = textwrap.dedent(
     """
     import os, subprocess, sys, time
     from harness import interrupts
-    interrupts.install()
-    own = subprocess.Popen(["sleep", "1000"], start_new_session=True)
-    same = subprocess.Popen(["sleep", "1000"])
-    try:
-        print("children", own.pid, same.pid, flush=True)
-        time.sleep(1000)
-    except KeyboardInterrupt:
-        print("unwinding", flush=True)
-        time.sleep(float(sys.argv[1]))
-        print("cleaned up", flush=True)
-        sys.exit(130)
+    with interrupts.installed():
+        own = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+        same = subprocess.Popen(["sleep", "1000"])
+        try:
+            print("children", own.pid, same.pid, flush=True)
+            time.sleep(1000)
+        except KeyboardInterrupt:
+            print("unwinding", flush=True)
+            time.sleep(float(sys.argv[1]))
+            print("cleaned up", flush=True)
+            sys.exit(130)
     """
 )
 
@@ -105,3 +105,16 @@ def test_a_second_signal_exits_at_once(tmp_path: Path) -> None:
     assert "SIGINT again" in out
     assert "cleaned up" not in out
     assert gone(children, 2)
+
+
+def test_the_cli_leaves_the_signal_handlers_as_it_found_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI called in-process (as tests and embedding code do) restores SIGINT/SIGTERM and SIGUSR1 handling."""
+    import contextlib
+
+    from harness import cli
+
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    with contextlib.suppress(SystemExit):
+        monkeypatch.setattr(sys, "argv", ["harness", "validate", "math", "--profile", "smoke"])
+        cli.main()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
