@@ -117,8 +117,12 @@ class Benchmark(ABC):
 
     @abstractmethod
     async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
-        """Run the agent on ``task`` against ``ctx``'s model (and simulator) and score it. An exception here is a
-        failure of the rollout (recorded as an agent error), never a reward of 0."""
+        """Run the agent on ``task`` against ``ctx``'s model (and simulator) and score it.
+
+        An exception that an agent library raises (a malformed tool call, too many turns) is the agent's failure:
+        the sample is recorded as an agent error and fails. An exception raised by the benchmark's own code (or the
+        harness's) fails the run, naming its file and line; raise :class:`harness.blame.AgentFailure` to mark an
+        agent's failure from the benchmark's code. See :mod:`harness.blame`."""
 
     def resources(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Shared, long-lived resources for a batch of rollouts; ``ctx.resources`` in :meth:`rollout`."""

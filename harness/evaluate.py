@@ -24,6 +24,7 @@ import httpx
 
 from harness import timing
 from harness.benchmark import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.blame import blame, code_error
 from harness.tracing import TraceStore, TracingTransport, rollout_scope
 
 
@@ -111,6 +112,7 @@ async def _run_one(
     client: Any,
     resources: Any,
     simulator: SimulatorContext | None = None,
+    error_log: Path | None = None,
 ) -> Episode:
     attempts = 0
     last: Episode | None = None
@@ -141,6 +143,8 @@ async def _run_one(
             raise
         except Exception as exc:
             kind = classify_error(exc)
+            if kind == "agent" and blame(exc, bench.folder) == "benchmark":
+                raise code_error(exc, bench.folder, f"task {task.id}, sample {sample}", error_log) from exc
             last = Episode(
                 task_id=task.id,
                 sample=sample,
@@ -221,11 +225,12 @@ async def evaluate(
             ),
         )
     lock = asyncio.Lock()
+    error_log = out_path.with_name(f"{out_path.stem}-benchmark-error.txt")
     with out_path.open("a", encoding="utf-8") as out:
 
         async def worker(task: Task, sample: int, resources: Any) -> None:
             async with sem:
-                ep = await _run_one(bench, task, sample, settings, client, resources, simulator)
+                ep = await _run_one(bench, task, sample, settings, client, resources, simulator, error_log)
             line = json.dumps(dataclasses.asdict(ep), ensure_ascii=False)
             async with lock:
                 out.write(line + "\n")
@@ -239,7 +244,14 @@ async def evaluate(
                 timing.mark("tools_ready")
                 if ready is not None:
                     await ready()
-                await asyncio.gather(*(worker(t, s, resources) for t, s in todo))
+                workers = [asyncio.ensure_future(worker(t, s, resources)) for t, s in todo]
+                try:
+                    await asyncio.gather(*workers)
+                except BaseException:  # a failed run (benchmark code raised) or an interrupt: stop the others
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+                    raise
         finally:
             await client.close()
             if simulator is not None:

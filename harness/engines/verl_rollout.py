@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from harness.benchmark import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.blame import AgentFailure, blame, code_error
 from harness.engines.shaping import Shaping, training_reward
 
 Generate = Callable[[list[int], dict[str, Any]], Awaitable[tuple[list[int], list[float] | None]]]
@@ -38,11 +39,11 @@ class NoTrainableTokens(RuntimeError):
     """A rollout produced no LLM call, so there is no (prompt, response, reward) triplet to train on."""
 
 
-class TraceError(RuntimeError):
+class TraceError(AgentFailure, RuntimeError):
     """The agent's conversation does not extend the traced one (its history was rewritten between calls)."""
 
 
-class BudgetExhausted(RuntimeError):
+class BudgetExhausted(AgentFailure, RuntimeError):
     """The rollout used up the response-token budget; the agent is stopped and the trajectory ends here."""
 
 
@@ -317,6 +318,8 @@ async def traced_rollout(
     try:
         episode = await bench.rollout(task, ctx)
     except Exception as exc:  # the agent failed mid-way (budget, bad tool call): the trace so far still trains
+        if blame(exc, bench.folder) == "benchmark":  # the benchmark's own code raised: training stops
+            raise code_error(exc, bench.folder, f"task {task.id}, training rollout") from exc
         error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     finally:
         await http.aclose()
