@@ -72,6 +72,8 @@ def record_run(
         git_commit=commit,
         git_dirty=dirty,
         spec_hash=spec_hash(spec),
+        benchmark_version=spec.version,
+        benchmark_sha256=folder_hash(ctx.spec_path.parent),
         dataset_sha256=state.dataset.get(spec.evaluation.split, ""),
         model=spec.model.name,
         model_hash_before=state.model_hash_before,
@@ -140,7 +142,7 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
             "hash": row.spec_hash,
             "resolved": ctx.spec.model_dump(mode="json"),
             "version": ctx.spec.version,
-            "benchmark_folder_sha256": folder_hash(ctx.spec_path.parent),
+            "benchmark_folder_sha256": row.benchmark_sha256,
         },
         "args": {
             "as_passed": {

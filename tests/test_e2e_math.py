@@ -74,6 +74,11 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
     assert row["train_steps"] == "1"
     assert row["dataset_sha256"].startswith("273f2b1c")
     assert float(row["wall_train_s"]) > 0 and float(row["wall_eval_s"]) > 0
+    # results are keyed by benchmark version; the folder the run saw is hashed into the row
+    from harness.provenance import folder_hash
+
+    assert row["benchmark_version"] == "1"
+    assert row["benchmark_sha256"] == folder_hash(checkout / "benchmarks" / "math")
 
     from harness.results.store import ResultStore
 
@@ -85,6 +90,7 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
     assert manifest["engine"]["name"] == "trl-grpo"
     assert manifest["train_metrics"] and manifest["train_metrics"][0]["step"] == 1
     assert "torch" in manifest["packages"]
+    assert (manifest["spec"]["version"], manifest["spec"]["benchmark_folder_sha256"]) == (1, row["benchmark_sha256"])
     # the whole process tree's peak memory, and which phase and processes held it
     resources = manifest["resources"]
     assert 200 * 2**20 < resources["peak_pss_bytes"] <= resources["peak_rss_bytes"] * 1.2

@@ -129,7 +129,7 @@ def _side(label: str, rows: Sequence[RunRow], counts: TaskCounts, confidence: fl
 
 
 def _not_comparable_reason(a: RunRow, b: RunRow) -> str:
-    fields = ("dataset_sha256", "eval_split", "n_tasks")
+    fields = ("dataset_sha256", "eval_split", "n_tasks", "benchmark_version")
     diffs = [
         f"{name} {x!s:.12} vs {y!s:.12}"
         for name, x, y in zip(fields, comparability_key(a), comparability_key(b), strict=True)

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """The table format this harness writes; it reads this version and, through upgrade steps, older ones."""
 
 INFRA_ERROR_KINDS: frozenset[str] = frozenset({"infra", "timeout"})
@@ -47,6 +47,18 @@ class RunRow(BaseModel):
     git_commit: str = Field(description="Commit of the harness checkout that ran (full sha).")
     git_dirty: bool = Field(description="Whether the checkout had uncommitted changes.")
     spec_hash: str = Field(description="Hash of the resolved benchmark spec.")
+    benchmark_version: int = Field(
+        default=1,
+        ge=1,
+        description="The spec's ``version``, bumped when the benchmark's tasks, agent or scoring change: runs of "
+        "different versions measure different things and are not compared or pooled (format 2; rows of format 1 "
+        "predate the column and are read as version 1, the default every spec had then).",
+    )
+    benchmark_sha256: str = Field(
+        default="",
+        description="Content hash of the benchmark folder (spec, code, data shipped in it) as the run saw it; "
+        '"" in rows of format 1.',
+    )
     dataset_sha256: str = Field(description="Hash of the evaluation data; runs on different data are not compared.")
     model: str = Field(description="Model name or path that was trained/evaluated.")
     model_hash_before: str = Field(description="Hash of the model weights before training.")

@@ -53,9 +53,10 @@ class RunsReader(Protocol):
         ...
 
 
-def comparability_key(row: RunRow) -> tuple[str, str, int]:
-    """Runs can be pooled or compared only when these agree: dataset hash, eval split, task count."""
-    return row.dataset_sha256, row.eval_split, row.n_tasks
+def comparability_key(row: RunRow) -> tuple[str, str, int, int]:
+    """Runs can be pooled or compared only when these agree: dataset hash, eval split, task count, benchmark
+    version (results are keyed by benchmark version, as in asv)."""
+    return row.dataset_sha256, row.eval_split, row.n_tasks, row.benchmark_version
 
 
 def group_runs(rows: Sequence[RunRow]) -> dict[GroupKey, list[RunRow]]:
@@ -239,8 +240,8 @@ class RunIdsSource(Source):
             keys = {comparability_key(r) for r in rows}
             if len(keys) > 1:
                 raise ResultsError(
-                    f"runs of {bench}/{profile} cannot be pooled: they differ in dataset, eval split or task count "
-                    f"({', '.join(r.run_id for r in rows)})"
+                    f"runs of {bench}/{profile} cannot be pooled: they differ in dataset, eval split, task count or "
+                    f"benchmark version ({', '.join(r.run_id for r in rows)})"
                 )
         return groups
 

@@ -21,8 +21,15 @@ from harness.results.schema import FORMAT_VERSION
 RawRow = dict[str, str]
 Step = Callable[[RawRow], RawRow]
 
-STEPS: dict[int, Step] = {}
-"""``STEPS[v]`` upgrades a raw row from format ``v`` to ``v + 1``. Version 1 is the first format: no steps yet."""
+
+def _v1_to_v2(raw: RawRow) -> RawRow:
+    """Format 2 adds ``benchmark_version`` and ``benchmark_sha256``. A format-1 row's spec had version 1 (the
+    default, and the version of every spec while format 1 was written); its folder hash was not recorded."""
+    return {**raw, "format_version": "2", "benchmark_version": "1", "benchmark_sha256": ""}
+
+
+STEPS: dict[int, Step] = {1: _v1_to_v2}
+"""``STEPS[v]`` upgrades a raw row from format ``v`` to ``v + 1``."""
 
 RETIRED_COLUMNS: frozenset[str] = frozenset()
 """Columns of older formats that the current format no longer has."""

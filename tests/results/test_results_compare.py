@@ -172,6 +172,22 @@ def test_not_comparable_and_missing_sides_are_marked_x(repo: Repo) -> None:
     assert split.pairs[0].mark == "x"
 
 
+def test_runs_of_another_benchmark_version_are_not_compared_or_pooled(repo: Repo) -> None:
+    record(
+        repo.store,
+        "math-v2",
+        passes(50, range(49)),
+        benchmark_version=2,
+        git_commit=repo.commits[-1],
+        started_at="2025-01-03T00:00:00Z",
+    )
+    pair = compare(RunIdsSource(["math-b"], repo.root), RunIdsSource(["math-v2"], repo.root)).pairs[0]
+    assert pair.mark == "x" and "benchmark_version 1 vs 2" in pair.reason
+    assert cli(repo, "compare", "run:math-b", "run:math-v2", "--fail-on-regression").exit_code == 1
+    with pytest.raises(ResultsError, match=r"cannot be pooled: .*benchmark version"):
+        RunIdsSource(["math-b", "math-v2"], repo.root).groups()
+
+
 def test_seeds_are_pooled_by_task_and_infra_errors_excluded(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "results")
     # commit A: 3 seeds x 2 samples, task i passes in every sample when i < 30 -> 30/40

@@ -179,6 +179,37 @@ def test_newer_format_is_refused(store: ResultStore) -> None:
     one_line_error(exc, f"{table}:2", "written by a newer harness")
 
 
+def test_a_format_1_table_reads_as_version_1_and_an_append_rewrites_it_in_the_current_format(
+    store: ResultStore,
+) -> None:
+    import csv
+    import io
+
+    old = make_row("old-1", outcomes_from([True, False]), note="written by format 1")
+    v1_columns = [c for c in RUN_COLUMNS if c not in ("benchmark_version", "benchmark_sha256")]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(v1_columns)
+    dumped = old.model_dump(mode="json")
+    writer.writerow(["1" if c == "format_version" else ("" if dumped[c] is None else dumped[c]) for c in v1_columns])
+    table = table_of(store)
+    table.parent.mkdir(parents=True)
+    table.write_text(buf.getvalue().replace(",False,", ",false,").replace(",True,", ",true,"))
+    rehash(table)
+    (row,) = store.runs()
+    assert (row.format_version, row.benchmark_version, row.benchmark_sha256) == (FORMAT_VERSION, 1, "")
+    assert row.model_dump(exclude={"format_version"}) == old.model_dump(exclude={"format_version"})
+    record(store, "new-1", [True], benchmark_version=3, benchmark_sha256="f" * 64)
+    lines = table.read_text().splitlines()
+    assert lines[0].split(",") == list(RUN_COLUMNS)
+    assert all(line.startswith(f"{FORMAT_VERSION},") for line in lines[1:])
+    again = {r.run_id: r for r in store.runs()}
+    assert again["old-1"] == row and (again["new-1"].benchmark_version, again["new-1"].benchmark_sha256) == (
+        3,
+        "f" * 64,
+    )
+
+
 def test_upgrade_steps_run_in_order() -> None:
     def v1_to_v2(raw: dict[str, str]) -> dict[str, str]:
         raw["backend"] = raw.pop("server")
