@@ -97,14 +97,20 @@ def test_an_interrupt_during_a_launch_is_raised_once_the_process_is_registered(t
 
     backend = LocalBackend()
     launched = []
-    with pytest.raises(KeyboardInterrupt):
-        with signals_deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.2)  # Python has run its handler by now: held, not raised
-            sleeper = ["-c", "import time; time.sleep(600)"]
-            spec = LaunchSpec(role="server", env_name="harness", argv=sleeper, env={}, log_path=tmp_path / "l.log")
-            launched.append(backend.launch(spec))
-    assert len(launched) == 1 and launched[0].poll() is None
-    backend.close()
-    assert launched[0].poll() is not None
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+    # Python's own Ctrl-C handler, whatever this process inherited: a test run started in the background by a
+    # non-interactive shell begins with SIGINT ignored, and an ignored signal is not an interrupt to defer
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)  # Python has run its handler by now: held, not raised
+                sleeper = ["-c", "import time; time.sleep(600)"]
+                spec = LaunchSpec(role="server", env_name="harness", argv=sleeper, env={}, log_path=tmp_path / "l.log")
+                launched.append(backend.launch(spec))
+        assert len(launched) == 1 and launched[0].poll() is None
+        backend.close()
+        assert launched[0].poll() is not None
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+    finally:
+        signal.signal(signal.SIGINT, inherited)
