@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROGRESS_PREFIX = "HARNESS_PROGRESS "
+from harness.engines.child import progress_line
+
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
 
@@ -74,7 +75,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m harness.engines.pg_worker JOB.json", file=sys.stderr)
         return 2
     result = step(json.loads(Path(argv[0]).read_text()))
-    print(PROGRESS_PREFIX + json.dumps(result), flush=True)
+    print(progress_line(result), flush=True)
     return 0
 
 

@@ -15,7 +15,6 @@ groups all have equal rewards carries no signal and leaves the weights unchanged
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import time
@@ -24,15 +23,12 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.child import require_checkpoint, run_trainer, write_job
 from harness.engines.shaping import Shaping, training_reward
 from harness.errors import EngineError
-from harness.exits import ExitWatch
 from harness.results.schema import INFRA_ERROR_KINDS
 from harness.tracing import TraceStore
-
-PROGRESS_PREFIX = "HARNESS_PROGRESS "
 
 
 class TraceGrpoConfig(BaseModel):
@@ -164,50 +160,23 @@ class TraceGrpoEngine:
         step: int,
     ) -> dict[str, float]:
         """One policy-gradient step in a child process: ``checkpoint`` + triplets -> ``out``."""
-        job = request.output_dir / f"update-step{step}.json"
         data = request.output_dir / f"triplets-step{step}.jsonl"
         data.write_text("".join(json.dumps(t) + "\n" for t in triplets))
-        job.write_text(
-            json.dumps(
-                {
-                    "checkpoint": str(checkpoint),
-                    "triplets": str(data),
-                    "output_dir": str(out),
-                    "learning_rate": config.learning_rate,
-                    "max_grad_norm": config.max_grad_norm,
-                    "seed": request.seed + step,
-                    "torch_threads": config.torch_threads,
-                }
-            )
+        job = write_job(
+            request.output_dir / f"update-step{step}.json",
+            {
+                "checkpoint": str(checkpoint),
+                "triplets": str(data),
+                "output_dir": str(out),
+                "learning_rate": config.learning_rate,
+                "max_grad_norm": config.max_grad_norm,
+                "seed": request.seed + step,
+                "torch_threads": config.torch_threads,
+            },
         )
-        backend = request.backend
-        if backend is None:
-            from harness.backends import get_backend
-
-            backend = get_backend("local")
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
-        watch = ExitWatch()
-        handle = backend.launch(
-            LaunchSpec(
-                role="train",
-                env_name="harness",
-                argv=["-m", "harness.engines.pg_worker", str(job)],
-                env=env,
-                log_path=request.log_path,
-                mounts=(request.output_dir, checkpoint),
-                capture_stdout=True,
-                labels=request.labels,
-            )
+        what = f"trace-grpo update {step}"
+        records = run_trainer(
+            request, what=what, module="harness.engines.pg_worker", job=job, mounts=(request.output_dir, checkpoint)
         )
-        result: dict[str, float] = {}
-        try:
-            for line in handle.lines():
-                if line.startswith(PROGRESS_PREFIX):
-                    result = json.loads(line[len(PROGRESS_PREFIX) :])
-            code = handle.wait()
-        finally:
-            handle.stop()
-        if code != 0 or not (out / "config.json").exists():
-            why = watch.describe(code) if code != 0 else "wrote no checkpoint"
-            raise EngineError(f"trace-grpo update {step} failed: the trainer {why}; see {request.log_path}")
-        return result
+        require_checkpoint(out, what, request.log_path)
+        return records[-1] if records else {}

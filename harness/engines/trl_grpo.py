@@ -18,13 +18,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
 from harness.engines.shaping import LENGTH_PENALTY, Shaping
-from harness.errors import EngineError, SpecError
-from harness.exits import ExitWatch
-
-PROGRESS_PREFIX = "HARNESS_PROGRESS "
+from harness.errors import SpecError
 
 
 class TrlGrpoConfig(BaseModel):
@@ -112,59 +109,26 @@ class TrlGrpoEngine:
         config = TrlGrpoConfig.model_validate(request.spec.training.config)
         request.output_dir.mkdir(parents=True, exist_ok=True)
         resume = last_checkpoint(request.resume_from / "trainer") if request.resume_from else None
-        job = request.output_dir / "train-request.json"
-        job.write_text(
-            json.dumps(
-                {
-                    "benchmark": request.spec.name,
-                    "profile": request.spec.profile,
-                    "spec_path": str(request.spec_path),
-                    "base_model": str(request.base_model),
-                    "output_dir": str(request.output_dir),
-                    "seed": request.seed,
-                    "data_mirror": os.environ.get("HARNESS_DATA_MIRROR", ""),
-                    "resume_from_checkpoint": str(resume) if resume else "",
-                },
-                indent=2,
-            )
+        job = write_job(
+            request.output_dir / "train-request.json",
+            request_job(request, resume_from_checkpoint=str(resume) if resume else ""),
         )
-        checkpoint = request.output_dir / "checkpoint"
-        metrics: list[dict[str, float]] = []
         start = time.monotonic()
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
-        env.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-        backend = request.backend
-        if backend is None:
-            from harness.backends import get_backend
 
-            backend = get_backend("local")
-        watch = ExitWatch()
-        handle = backend.launch(
-            LaunchSpec(
-                role="train",
-                env_name="harness",
-                argv=["-m", "harness.engines.trl_worker", str(job)],
-                env=env,
-                log_path=request.log_path,
-                mounts=(request.output_dir, request.base_model, request.spec_path.parent),
-                capture_stdout=True,
-                labels=request.labels,
-            )
+        def relay(record: dict[str, Any]) -> None:
+            if request.on_progress is not None:
+                request.on_progress(int(record["step"]), config.max_steps, record)
+
+        metrics = run_trainer(
+            request,
+            what="trl-grpo training",
+            module="harness.engines.trl_worker",
+            job=job,
+            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
+            env={"TRL_EXPERIMENTAL_SILENCE": os.environ.get("TRL_EXPERIMENTAL_SILENCE", "1")},
+            on_record=relay,
         )
-        try:
-            for line in handle.lines():
-                if line.startswith(PROGRESS_PREFIX):
-                    record = json.loads(line[len(PROGRESS_PREFIX) :])
-                    metrics.append(record)
-                    if request.on_progress is not None:
-                        request.on_progress(int(record["step"]), config.max_steps, record)
-            code = handle.wait()
-        finally:
-            handle.stop()
-        if code != 0:
-            raise EngineError(f"trl-grpo training failed: the trainer {watch.describe(code)}; see {request.log_path}")
-        if not (checkpoint / "config.json").exists():
-            raise EngineError(f"trl-grpo training wrote no checkpoint at {checkpoint}; see {request.log_path}")
+        checkpoint = require_checkpoint(request.output_dir / "checkpoint", "trl-grpo training", request.log_path)
         for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the
             shutil.rmtree(saved, ignore_errors=True)  # optimizer state is twice the model's size
         try:

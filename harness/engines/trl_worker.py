@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines.trl_grpo import PROGRESS_PREFIX, TrlGrpoConfig, load_request, shaping_of
+from harness.engines.child import progress_line
+from harness.engines.trl_grpo import TrlGrpoConfig, load_request, shaping_of
 
 
 def _final_text(completion: Any) -> str:
@@ -136,7 +137,7 @@ def main(job_path: str) -> int:
                 if isinstance(value, int | float):
                     record[key.replace("/", "_")] = float(value)
             record["reward_mean"] = float(logs.get("reward", 0.0))
-            print(PROGRESS_PREFIX + json.dumps(record), flush=True)
+            print(progress_line(record), flush=True)
 
     class SaveForResume(TrainerCallback):  # type: ignore[misc]
         """Save a resumable checkpoint every ``save_steps`` steps; the last step's weights are saved below."""

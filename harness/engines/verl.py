@@ -13,7 +13,6 @@ LLM call to tokens. The final FSDP checkpoint is merged into a Hugging Face fold
 from __future__ import annotations
 
 import copy
-import json
 import os
 import time
 from pathlib import Path
@@ -21,13 +20,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.backends.base import LaunchSpec
 from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
 from harness.engines.shaping import Shaping
-from harness.errors import EngineError, HarnessError
-from harness.exits import ExitWatch
+from harness.errors import HarnessError
 
-PROGRESS_PREFIX = "HARNESS_PROGRESS "
 AGENT_LOOP_TARGET = "harness.engines.verl_agent_loop.HarnessAgentLoop"
 AGENT_LOOP_NAME = "harness_agent"
 # Keep NVLink multicast off in every process VERL starts (NCCL, PyTorch symmetric memory, NVSHMEM).
@@ -266,66 +263,31 @@ class VerlEngine:
                     "use profile 'smoke' on a CPU machine"
                 )
         request.output_dir.mkdir(parents=True, exist_ok=True)
-        job = request.output_dir / "train-request.json"
-        job.write_text(
-            json.dumps(
-                {
-                    "benchmark": request.spec.name,
-                    "profile": request.spec.profile,
-                    "spec_path": str(request.spec_path),
-                    "base_model": str(request.base_model),
-                    "output_dir": str(request.output_dir),
-                    "seed": request.seed,
-                    "data_mirror": os.environ.get("HARNESS_DATA_MIRROR", ""),
-                    "ray_address": ray_address,
-                    "simulator": {"base_url": request.simulator[0], "model": request.simulator[1]}
-                    if request.simulator
-                    else None,
-                },
-                indent=2,
-            )
+        simulator = {"base_url": request.simulator[0], "model": request.simulator[1]} if request.simulator else None
+        job = write_job(
+            request.output_dir / "train-request.json",
+            request_job(request, ray_address=ray_address, simulator=simulator),
         )
         total = int(config.overrides.get("trainer.total_training_steps", 0) or 0)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
-        env.update(MULTICAST_OFF)
+        env = dict(MULTICAST_OFF)
         if request.simulator:
             env[SIMULATOR_KEY_ENV] = request.simulator[2]  # to the rollout workers' environment only, never a file
-        if ray_address is None:
-            env.pop("RAY_ADDRESS", None)
-        backend = request.backend
-        if backend is None:
-            from harness.backends import get_backend
-
-            backend = get_backend("local")
-        metrics: list[dict[str, float]] = []
         start = time.monotonic()
-        watch = ExitWatch()
-        handle = backend.launch(
-            LaunchSpec(
-                role="train",
-                env_name="harness",
-                argv=["-m", "harness.engines.verl_worker", str(job)],
-                env=env,
-                log_path=request.log_path,
-                mounts=(request.output_dir, request.base_model, request.spec_path.parent),
-                capture_stdout=True,
-                labels=request.labels,
-            )
+
+        def relay(record: dict[str, Any]) -> None:
+            if request.on_progress is not None and record.get("step", 0) > 0:
+                request.on_progress(int(record["step"]), total, record)
+
+        metrics = run_trainer(
+            request,
+            what="verl training",
+            module="harness.engines.verl_worker",
+            job=job,
+            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
+            env=env,
+            unset=("RAY_ADDRESS",) if ray_address is None else (),
+            on_record=relay,
         )
-        try:
-            for line in handle.lines():
-                if line.startswith(PROGRESS_PREFIX):
-                    record = json.loads(line[len(PROGRESS_PREFIX) :])
-                    metrics.append(record)
-                    if request.on_progress is not None and record.get("step", 0) > 0:
-                        request.on_progress(int(record["step"]), total, record)
-            code = handle.wait()
-        finally:
-            handle.stop()
-        if code != 0:
-            raise EngineError(f"verl training failed: the trainer {watch.describe(code)}; see {request.log_path}")
-        checkpoint = request.output_dir / "checkpoint"
-        if not (checkpoint / "config.json").exists():
-            raise EngineError(f"verl training wrote no checkpoint at {checkpoint}; see {request.log_path}")
+        checkpoint = require_checkpoint(request.output_dir / "checkpoint", "verl training", request.log_path)
         steps = sum(1 for m in metrics if m.get("step", 0) > 0 and "step_time_s" in m)
         return TrainResult(checkpoint=checkpoint, steps=steps, metrics=metrics, wall_s=time.monotonic() - start)

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.engines.child import progress_line
 from harness.engines.verl import (
     AGENT_LOOP_NAME,
     AGENT_LOOP_TARGET,
     MULTICAST_OFF,
-    PROGRESS_PREFIX,
     VerlConfig,
     verl_run_config,
 )
@@ -92,7 +92,7 @@ class MetricsRelay(threading.Thread):
                     entry = json.loads(line)
                     record = step_record(int(entry.get("step", 0)), entry.get("data", {}))
                     self.records.append(record)
-                    print(PROGRESS_PREFIX + json.dumps(record), flush=True)
+                    print(progress_line(record), flush=True)
             if done:
                 return
             time.sleep(1.0)

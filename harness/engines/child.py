@@ -1,0 +1,113 @@
+"""A trainer in a child process: its job file, its launch on the run's backend, its progress, how it ended.
+
+Every engine that trains outside the harness process (``trl-grpo``, ``verl``, and ``trace-grpo``'s per-step
+updates) goes through :func:`run_trainer`: the worker module is started as ``python -m <module> <job.json>`` in the
+``harness`` environment (a local process or a container), each line it prints with :data:`PROGRESS_PREFIX` is a JSON
+progress record handed to the engine as it arrives, and an exit other than 0 raises :class:`EngineError` naming
+the cause (:class:`harness.exits.ExitWatch`: a kernel out-of-memory kill is said so) and the log file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.backends.base import LaunchSpec
+from harness.engines.base import TrainRequest
+from harness.errors import EngineError
+from harness.exits import ExitWatch
+
+PROGRESS_PREFIX = "HARNESS_PROGRESS "
+"""A worker's stdout line that starts with this is one JSON progress record."""
+
+WORKER_ENV = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+
+
+def progress_line(record: Mapping[str, Any]) -> str:
+    """The stdout line a worker prints for one progress record."""
+    return PROGRESS_PREFIX + json.dumps(record)
+
+
+def request_job(request: TrainRequest, **extra: Any) -> dict[str, Any]:
+    """The job fields every worker reads (which benchmark, spec, model, output folder, seed), plus ``extra``."""
+    return {
+        "benchmark": request.spec.name,
+        "profile": request.spec.profile,
+        "spec_path": str(request.spec_path),
+        "base_model": str(request.base_model),
+        "output_dir": str(request.output_dir),
+        "seed": request.seed,
+        "data_mirror": os.environ.get("HARNESS_DATA_MIRROR", ""),
+        **extra,
+    }
+
+
+def write_job(path: Path, job: Mapping[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(job, indent=2))
+    return path
+
+
+def run_trainer(
+    request: TrainRequest,
+    *,
+    what: str,
+    module: str,
+    job: Path,
+    mounts: tuple[Path, ...],
+    env: Mapping[str, str] | None = None,
+    unset: tuple[str, ...] = (),
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``python -m module job`` on the request's backend until it exits; return its progress records.
+
+    ``what`` names the work in errors ("trl-grpo training", "trace-grpo update 3"); ``env`` is added to this
+    process's environment and :data:`WORKER_ENV`, ``unset`` removed from it; ``mounts`` are the paths a container
+    needs; ``on_record`` sees each progress record as it arrives.
+    """
+    environment = dict(os.environ, **WORKER_ENV)
+    environment.update(env or {})
+    for name in unset:
+        environment.pop(name, None)
+    backend = request.backend
+    if backend is None:
+        from harness.backends import get_backend
+
+        backend = get_backend("local")
+    watch = ExitWatch()
+    handle = backend.launch(
+        LaunchSpec(
+            role="train",
+            env_name="harness",
+            argv=["-m", module, str(job)],
+            env=environment,
+            log_path=request.log_path,
+            mounts=mounts,
+            capture_stdout=True,
+            labels=request.labels,
+        )
+    )
+    records: list[dict[str, Any]] = []
+    try:
+        for line in handle.lines():
+            if line.startswith(PROGRESS_PREFIX):
+                record = json.loads(line[len(PROGRESS_PREFIX) :])
+                records.append(record)
+                if on_record is not None:
+                    on_record(record)
+        code = handle.wait()
+    finally:
+        handle.stop()
+    if code != 0:
+        raise EngineError(f"{what} failed: the trainer {watch.describe(code)}; see {request.log_path}")
+    return records
+
+
+def require_checkpoint(checkpoint: Path, what: str, log_path: Path) -> Path:
+    """``checkpoint`` when the trainer wrote it (its ``config.json``), else the engine's one-line failure."""
+    if not (checkpoint / "config.json").exists():
+        raise EngineError(f"{what} wrote no checkpoint at {checkpoint}; see {log_path}")
+    return checkpoint
