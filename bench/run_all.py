@@ -99,12 +99,32 @@ def _smoke(f: dict[str, Any]) -> list[Headline]:
     return out
 
 
+def _tool_schema(f: dict[str, Any]) -> list[Headline]:
+    kept, removed = f["kept"], f["removed"]
+    out = [
+        Headline(
+            f"{f['profile']} rollouts calling `calculate`, schema titles removed vs kept",
+            f"{removed['calculator_named']:.0%} vs {kept['calculator_named']:.0%} "
+            f"(any parsed call {removed['parsed_tool_call']:.0%} vs {kept['parsed_tool_call']:.0%}; "
+            f"call written as text {removed.get('call_as_text', 0):.0%} vs {kept.get('call_as_text', 0):.0%}, "
+            f"naming `calculate` in {removed.get('names_in_text', {}).get('calculate', 0)} vs "
+            f"{kept.get('names_in_text', {}).get('calculate', 0)}; "
+            f"### answer {removed['hash_answer']:.0%} vs {kept['hash_answer']:.0%})",
+            "more than kept",
+            removed["calculator_named"] > kept["calculator_named"],
+        )
+    ]
+    return out
+
+
 HEADLINES: dict[str, Callable[[dict[str, Any]], Headline | list[Headline]]] = {
     "tool_overhead.py": _tool,
     "compare_scale.py": _compare,
     "startup.py": _startup,
     "eval_throughput.py": _eval,
     "smoke_run.py": _smoke,
+    # not in SCRIPTS (it downloads a 0.5 GB model): `python bench/run_all.py tool_schema.py`
+    "tool_schema.py": _tool_schema,
 }
 
 

@@ -22,6 +22,7 @@ from support import REPO
 eval_throughput = load_module(REPO / "bench" / "eval_throughput.py", "bench_eval_throughput")
 startup = load_module(REPO / "bench" / "startup.py", "bench_startup")
 run_all = load_module(REPO / "bench" / "run_all.py", "bench_run_all")
+tool_schema = load_module(REPO / "bench" / "tool_schema.py", "bench_tool_schema")
 
 
 def _turns(prompt: str, seed: int, n: int) -> list[dict[str, Any]]:
@@ -228,6 +229,30 @@ def test_smoke_run_headlines_one_per_target() -> None:
     run = run_all.ScriptRun("smoke_run.py", 900, "", figures=figures)
     text = run_all.summary_markdown("20250101T000000Z", [], [run])
     assert text.count("| smoke run") + text.count("| fresh clone") + text.count("| warm make") == 4
+
+
+def test_tool_schema_counts_calls_by_name_answers_and_passes() -> None:
+    def episode(calls: list[str], answer: str | None, passed: bool) -> dict[str, Any]:
+        tool_calls = [{"name": n, "arguments": "{}", "call_id": str(i)} for i, n in enumerate(calls)]
+        messages = [{"role": "user", "text": "q"}, {"role": "assistant", "text": "", "tool_calls": tool_calls}]
+        return {"messages": messages, "tool_calls": len(calls), "answer": answer, "passed": passed}
+
+    fenced = episode([], None, False)
+    fenced["messages"][1]["text"] = '```json\n{"name": "calculate", "arguments": {"expression": "1 + 2"}}\n```'
+    episodes = [
+        episode(["calculate"], "3", True),
+        episode(["calculateArguments", "calculateArguments"], None, False),
+        episode([], "7", False),
+        fenced,
+    ]
+    v = tool_schema.summarize("kept", episodes, 12.0)
+    assert (v.rollouts, v.parsed_tool_call, v.calculator_named) == (4, 0.5, 0.25)
+    assert (v.hash_answer, v.pass_rate) == (0.5, 0.25)
+    assert v.tool_names == {"calculate": 1, "calculateArguments": 2}
+    assert (v.call_as_text, v.names_in_text) == (0.25, {"calculate": 1})  # written, not parsed
+    (line,) = run_all.HEADLINES["tool_schema.py"]({"profile": "p", "kept": vars(v), "removed": vars(v)})
+    assert line.measured.startswith("25% vs 25%") and not line.met  # no more calls than the baseline: missed
+    assert "call written as text 25% vs 25%, naming `calculate` in 1 vs 1" in line.measured
 
 
 def test_tree_sampler_sees_a_child_and_names_it(tmp_path: Path) -> None:
