@@ -94,6 +94,23 @@ def run_arguments(row: RunRow, manifest: dict[str, Any]) -> list[str]:
     return args
 
 
+MODEL_CACHE_ENTRIES = ("models", "digests.json")
+"""What a harness writes itself from its sources (converted checkpoints, their hashes): not shared with the code of
+another commit, whose conversion may write other files and so hash the same model differently."""
+
+
+def own_model_cache(dest: Path) -> Path:
+    """A cache for the reproduced commit: the shared cache's content-checked downloads (data, wheels, GGUF files)
+    linked in, its converted models left out, so the commit's own code converts its model as the run did."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shared = cache_dir()
+    if shared.is_dir():
+        for entry in shared.iterdir():
+            if entry.name not in MODEL_CACHE_ENTRIES and not (dest / entry.name).exists():
+                (dest / entry.name).symlink_to(entry.resolve())
+    return dest
+
+
 class Reproduction:
     """Checks, worktree, re-run, record, verdict."""
 
@@ -154,7 +171,7 @@ class Reproduction:
             HARNESS_RESULTS=str(results),
             HARNESS_BENCHMARKS=str(tree / "benchmarks"),
             HARNESS_ARTIFACTS=str(artifacts_dir()),
-            HARNESS_CACHE=str(cache_dir()),
+            HARNESS_CACHE=str(own_model_cache(tree.parent / "cache")),
         )
         for name in ("serve-cpu", "calculator"):
             env[f"HARNESS_ENV_{name.upper().replace('-', '_')}"] = str(env_python(name).parent.parent)

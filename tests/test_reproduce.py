@@ -141,3 +141,20 @@ def test_verdict_on_gpu_uses_the_paired_test_and_the_intervals() -> None:
     assert close.agrees and "no difference" in close.details[0] and "overlap" in close.details[1]
     far = agreement(a, a, _records(passes, "a"), _records([False] * 60, "b"))
     assert not far.agrees
+
+
+def test_the_reproduced_commit_converts_its_own_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Downloads are shared (their content is checked); converted models are not: a newer harness may write other
+    files beside the weights, and the old commit's hash of the same model would then differ from its run's."""
+    from harness.reproduce import own_model_cache
+
+    shared = tmp_path / "shared"
+    for name in ("models/m", "datasets/math", "wheels"):
+        (shared / name).mkdir(parents=True)
+    (shared / "digests.json").write_text("{}")
+    monkeypatch.setenv("HARNESS_CACHE", str(shared))
+    own = own_model_cache(tmp_path / "own")
+    assert sorted(p.name for p in own.iterdir()) == ["datasets", "wheels"]
+    assert (own / "datasets").resolve() == (shared / "datasets").resolve() and (own / "datasets" / "math").is_dir()
+    (own / "models").mkdir()  # the reproduction's own conversion stays in its scratch cache
+    assert not (shared / "models" / "m2").exists() and own_model_cache(tmp_path / "own") == own
