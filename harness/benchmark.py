@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from harness.errors import SpecError
+from harness.errors import HarnessError, SpecError
 from harness.paths import benchmarks_dir
 from harness.registry import Registry
 from harness.spec import BenchmarkSpec, load_spec
@@ -223,7 +223,14 @@ def load_benchmark(spec: BenchmarkSpec, folder: Path) -> Benchmark:
         raise SpecError(f"{folder / 'spec.yaml'}: entrypoint: file {entry.name} not found in {folder}")
     # one module per entrypoint file: copies of a benchmark folder (or two folders) never share a class
     module = f"harness_benchmark_{spec.name}_{hashlib.sha256(str(entry.resolve()).encode()).hexdigest()[:12]}"
-    load_module(entry, module)
+    try:
+        load_module(entry, module)
+    except ModuleNotFoundError as exc:  # the benchmark's dependencies are not in this environment (or image)
+        sys.modules.pop(module, None)
+        raise HarnessError(
+            f"{entry}: benchmark {spec.name!r} imports {exc.name or exc}, which this Python environment does not have "
+            f"({sys.prefix}); install the benchmark's packages here, or run it where they are"
+        ) from None
     cls = next((c for c in _BY_MODULE.get(module, []) if c.name == spec.name), None)
     if cls is None:
         raise SpecError(f"{entry}: no class registered with @register_benchmark under name {spec.name!r}")

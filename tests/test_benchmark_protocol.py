@@ -91,3 +91,19 @@ def test_validate_imports_the_benchmark_code(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no class registered with @register_benchmark under name 'math'" in lines[0]
+
+
+def test_a_benchmark_whose_packages_are_missing_is_one_line(tmp_path: Path) -> None:
+    """Validating or running a benchmark where its packages are not installed (a GPU image without them) names the
+    missing package in one line instead of a traceback."""
+    from harness.errors import HarnessError
+
+    folder = copy_math(tmp_path)
+    code = (folder / "benchmark.py").read_text()
+    marker = "from __future__ import annotations\n"
+    (folder / "benchmark.py").write_text(code.replace(marker, marker + "import harness_no_such_package_xyz\n", 1))
+    with pytest.raises(HarnessError) as err:
+        load_benchmark(load_spec(folder / "spec.yaml"), folder)
+    message = str(err.value)
+    assert "\n" not in message and "benchmark 'math' imports harness_no_such_package_xyz" in message
+    assert err.value.exit_code == 2
