@@ -225,19 +225,19 @@ def load_benchmark(spec: BenchmarkSpec, folder: Path) -> Benchmark:
     module = f"harness_benchmark_{spec.name}_{hashlib.sha256(str(entry.resolve()).encode()).hexdigest()[:12]}"
     try:
         load_module(entry, module)
-    except ModuleNotFoundError as exc:  # the benchmark's dependencies are not in this environment (or image)
+        cls = next((c for c in _BY_MODULE.get(module, []) if c.name == spec.name), None)
+        if cls is None:
+            raise SpecError(f"{entry}: no class registered with @register_benchmark under name {spec.name!r}")
+        missing = sorted(getattr(cls, "__abstractmethods__", ()))
+        if missing:
+            raise SpecError(f"{entry}: benchmark {spec.name!r} does not implement {', '.join(missing)}")
+        bench: Benchmark = cls(spec, folder)
+    except ModuleNotFoundError as exc:  # the benchmark's packages are not in this environment (or image)
         sys.modules.pop(module, None)
         raise HarnessError(
             f"{entry}: benchmark {spec.name!r} imports {exc.name or exc}, which this Python environment does not have "
             f"({sys.prefix}); install the benchmark's packages here, or run it where they are"
         ) from None
-    cls = next((c for c in _BY_MODULE.get(module, []) if c.name == spec.name), None)
-    if cls is None:
-        raise SpecError(f"{entry}: no class registered with @register_benchmark under name {spec.name!r}")
-    missing = sorted(getattr(cls, "__abstractmethods__", ()))
-    if missing:
-        raise SpecError(f"{entry}: benchmark {spec.name!r} does not implement {', '.join(missing)}")
-    bench: Benchmark = cls(spec, folder)
     return bench
 
 

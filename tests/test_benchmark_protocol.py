@@ -107,3 +107,12 @@ def test_a_benchmark_whose_packages_are_missing_is_one_line(tmp_path: Path) -> N
     message = str(err.value)
     assert "\n" not in message and "benchmark 'math' imports harness_no_such_package_xyz" in message
     assert err.value.exit_code == 2
+    # the same when the import happens as the benchmark is constructed (τ²'s compatibility patches do)
+    init = "    def tasks(self"
+    (folder / "benchmark.py").write_text(
+        code.replace(init, "    def __init__(self, *a, **k):\n        import harness_absent_at_init_xyz\n\n" + init, 1)
+    )
+    other = tmp_path / "again" / "math"
+    shutil.copytree(folder, other)
+    with pytest.raises(HarnessError, match=r"benchmark 'math' imports harness_absent_at_init_xyz, which"):
+        load_benchmark(load_spec(other / "spec.yaml"), other)
