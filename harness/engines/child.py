@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +60,13 @@ def run_trainer(
     mounts: tuple[Path, ...],
     env: Mapping[str, str] | None = None,
     unset: tuple[str, ...] = (),
-    on_record: Callable[[dict[str, Any]], None] | None = None,
+    total_steps: int | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``python -m module job`` on the request's backend until it exits; return its progress records.
 
     ``what`` names the work in errors ("trl-grpo training", "trace-grpo update 3"); ``env`` is added to this
     process's environment and :data:`WORKER_ENV`, ``unset`` removed from it; ``mounts`` are the paths a container
-    needs; ``on_record`` sees each progress record as it arrives.
+    needs. With ``total_steps``, each record of a step (``step`` > 0) goes to ``request.on_progress`` as it arrives.
     """
     environment = dict(os.environ, **WORKER_ENV)
     environment.update(env or {})
@@ -96,8 +96,9 @@ def run_trainer(
             if line.startswith(PROGRESS_PREFIX):
                 record = json.loads(line[len(PROGRESS_PREFIX) :])
                 records.append(record)
-                if on_record is not None:
-                    on_record(record)
+                step = int(record.get("step", 0))
+                if total_steps is not None and request.on_progress is not None and step > 0:
+                    request.on_progress(step, total_steps, record)
         code = handle.wait()
     finally:
         handle.stop()

@@ -114,11 +114,6 @@ class TrlGrpoEngine:
             request_job(request, resume_from_checkpoint=str(resume) if resume else ""),
         )
         start = time.monotonic()
-
-        def relay(record: dict[str, Any]) -> None:
-            if request.on_progress is not None:
-                request.on_progress(int(record["step"]), config.max_steps, record)
-
         metrics = run_trainer(
             request,
             what="trl-grpo training",
@@ -126,7 +121,7 @@ class TrlGrpoEngine:
             job=job,
             mounts=(request.output_dir, request.base_model, request.spec_path.parent),
             env={"TRL_EXPERIMENTAL_SILENCE": os.environ.get("TRL_EXPERIMENTAL_SILENCE", "1")},
-            on_record=relay,
+            total_steps=config.max_steps,
         )
         checkpoint = require_checkpoint(request.output_dir / "checkpoint", "trl-grpo training", request.log_path)
         for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the

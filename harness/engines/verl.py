@@ -273,11 +273,6 @@ class VerlEngine:
         if request.simulator:
             env[SIMULATOR_KEY_ENV] = request.simulator[2]  # to the rollout workers' environment only, never a file
         start = time.monotonic()
-
-        def relay(record: dict[str, Any]) -> None:
-            if request.on_progress is not None and record.get("step", 0) > 0:
-                request.on_progress(int(record["step"]), total, record)
-
         metrics = run_trainer(
             request,
             what="verl training",
@@ -286,7 +281,7 @@ class VerlEngine:
             mounts=(request.output_dir, request.base_model, request.spec_path.parent),
             env=env,
             unset=("RAY_ADDRESS",) if ray_address is None else (),
-            on_record=relay,
+            total_steps=total,
         )
         checkpoint = require_checkpoint(request.output_dir / "checkpoint", "verl training", request.log_path)
         steps = sum(1 for m in metrics if m.get("step", 0) > 0 and "step_time_s" in m)
