@@ -27,6 +27,9 @@ from harness.errors import SpecError
 from harness.spec import BenchmarkSpec
 
 BENCHMARKS = {"math": "smoke", "arith": "learn-cpu", "tau2": "smoke"}
+# Response-token budget of one traced rollout. τ²'s counts the user's turns and the tool results too (they are part
+# of the trajectory, untrained): its smoke-verl profile's max_response_length.
+BUDGET = {"math": 96, "arith": 96, "tau2": 1024}
 # a profile whose training section configures each engine (its shaping dropped: the terms are per benchmark)
 ENGINE_PROFILES = {"trl-grpo": ("math", "smoke"), "trace-grpo": ("tau2", "smoke"), "verl": ("math", "smoke-verl")}
 UNSHAPED = {"shaping": {}, "format_reward": 0.0, "partial_credit": 0.0, "length_penalty": 0.0}
@@ -65,8 +68,9 @@ def test_a_shaping_term_the_benchmark_lacks_is_named() -> None:
         check_engine(spec, bench)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def policy(smoke_model: Path) -> tuple[Any, Any]:
+    """A fresh generator for each test, so a test's samples do not depend on which tests ran before it."""
     return transformers_generator(str(smoke_model), seed=0)
 
 
@@ -102,7 +106,7 @@ def test_verl_rollout_path_runs_each_benchmark(
         if endpoint is not None:
             client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key="EMPTY", max_retries=0)
             simulator = SimulatorContext(model=endpoint.model, client=client)
-        trajectory = Trajectory(tokenizer, generate, {"temperature": 1.0}, 96)
+        trajectory = Trajectory(tokenizer, generate, {"temperature": 1.0}, BUDGET[benchmark])
         try:
             async with bench.resources() as resources:
                 return await traced_rollout(
@@ -110,6 +114,7 @@ def test_verl_rollout_path_runs_each_benchmark(
                     task,
                     trajectory,
                     max_turns=spec.agent.max_turns,
+                    max_tokens=spec.evaluation.max_tokens,
                     seed=0,
                     resources=resources,
                     shaping=shaping,

@@ -220,6 +220,37 @@ def test_trace_of_a_tool_using_episode(tokenizer: Any) -> None:
     ] * sum(trajectory.response_mask)
 
 
+@pytest.mark.parametrize(("cap", "first"), [(None, 512), (128, 128), (4096, 512)])
+def test_each_reply_is_capped_as_in_evaluation(tokenizer: Any, cap: int | None, first: int) -> None:
+    """A training reply asks for at most the evaluation's max_tokens (and never more than the budget left), so one
+    long reply cannot take a whole conversation's budget; without a cap a reply may take what is left."""
+    _, bench, _ = open_benchmark("math", "smoke-verl")
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    turns = ['<tool_call>\n{"name": "calculate", "arguments": {"expression": "2+2"}}\n</tool_call>', "### 4"]
+    seen: list[int] = []
+
+    async def generate(prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float]]:
+        seen.append(int(params["max_tokens"]))
+        ids = tokenizer(turns[len(seen) - 1], add_special_tokens=False)["input_ids"] + [end]
+        return ids, [-0.5] * len(ids)
+
+    async def run() -> Any:
+        trajectory = Trajectory(tokenizer, generate, {"temperature": 1.0}, 512)
+        async with bench.resources() as resources:
+            task = Task(id="t", prompt="What is 2 plus 2?", answer="4")
+            return await traced_rollout(
+                bench, task, trajectory, max_turns=5, seed=0, resources=resources, max_tokens=cap
+            )
+
+    result = asyncio.run(run())
+    assert result.passed and len(seen) == 2
+    assert seen[0] == first
+    # the second reply: the cap, or what the budget has left after the first reply and the tool's answer
+    second = len(tokenizer(turns[1], add_special_tokens=False)["input_ids"]) + 1
+    left = 512 - (len(result.trajectory.response_ids) - second)
+    assert seen[1] == min(first, left)
+
+
 def test_a_rollout_without_llm_calls_fails_loudly(tokenizer: Any) -> None:
     _, bench, _ = open_benchmark("math", "smoke-verl")
 

@@ -39,6 +39,7 @@ class _Runtime:
         self.resources = resources
         self.stack = stack
         self.max_turns = int(info["max_turns"])
+        self.max_tokens = int(info.get("max_tokens") or 0) or None  # each reply's cap, as in evaluation
         self.shaping = Shaping.from_config(json.loads(info["shaping"]))
         self.simulator: SimulatorContext | None = None
         if info.get("simulator_url"):  # the run's user simulator, served beside the policy and never trained
@@ -115,6 +116,7 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
             task,
             trajectory,
             max_turns=runtime.max_turns,
+            max_tokens=runtime.max_tokens,
             seed=int(info.get("seed", 0)),
             resources=runtime.resources,
             shaping=runtime.shaping,

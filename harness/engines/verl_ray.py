@@ -83,6 +83,7 @@ class RolloutWorker:
                 task,
                 trajectory,
                 max_turns=self.spec.agent.max_turns,
+                max_tokens=self.spec.evaluation.max_tokens,
                 seed=self.seed,
                 resources=self.resources,
                 shaping=Shaping.from_config(shaping),

@@ -293,9 +293,14 @@ async def traced_rollout(
     resources: Any,
     shaping: Shaping | None = None,
     simulator: SimulatorContext | None = None,
+    max_tokens: int | None = None,
 ) -> TracedRollout:
     """Run the benchmark's agent on ``task`` with the policy behind ``trajectory`` (and the run's user simulator,
-    for benchmarks that have one); its reward is the episode's, plus the profile's shaping."""
+    for benchmarks that have one); its reward is the episode's, plus the profile's shaping.
+
+    ``max_tokens`` caps each reply of the agent, as evaluation does (the spec's ``evaluation.max_tokens``), so a
+    training conversation is the one evaluation scores; the trajectory's budget caps the whole rollout. Without it,
+    one reply may take the whole budget."""
     import openai
 
     # no client-side timeout: generation time is the trainer's, and the transport never touches a network
@@ -305,7 +310,7 @@ async def traced_rollout(
         base_url=POLICY_BASE_URL,
         model="policy",
         temperature=float(trajectory.sampling_params.get("temperature", 1.0)),
-        max_tokens=trajectory.response_budget,
+        max_tokens=min(max_tokens or trajectory.response_budget, trajectory.response_budget),
         max_turns=max_turns,
         request_timeout_s=3600.0,
         seed=seed,

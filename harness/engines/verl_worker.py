@@ -133,6 +133,7 @@ def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path
                     "spec_path": str(spec_path),
                     "profile": spec.profile,
                     "max_turns": spec.agent.max_turns,
+                    "max_tokens": spec.evaluation.max_tokens,
                     "seed": int(job["seed"]),
                     "shaping": shaping,
                     "simulator_url": str(simulator.get("base_url") or ""),
