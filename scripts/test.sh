@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The pytest part of `make test`: the Docker tests (mostly waiting on containers and their servers) run beside the
-# other tests, each group in its own pytest process, so a 2-core machine keeps both cores busy. Each group's
-# summary is printed; the exit code fails if either group fails. Arguments go to both pytest processes.
+# The pytest part of `make test`, in three pytest processes at once so a 2-core machine keeps both cores busy: the
+# Docker tests (mostly waiting on containers and their servers), the end-to-end math run with its reproduction (two
+# whole runs, about a third of the suite's time, much of it waiting on server starts), and the other tests. Each
+# group's summary is printed; the exit code fails if any group fails. Arguments go to every pytest process.
 # TEST_GROUPS=1, or a -m/-k/path argument, runs one pytest process as usual.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,22 +23,42 @@ fi
 logdir=.cache/test-logs
 mkdir -p "$logdir"
 started=$(date +%s)
-echo "== docker tests: running beside the others (log: $logdir/docker.log)"
-"$PY" -m pytest -m docker "$@" >"$logdir/docker.log" 2>&1 &
+e2e=tests/test_e2e_math.py
+# beside NAME LOG PYTEST_ARGS...: one pytest process in the background; its log ends with when it finished.
+beside() {
+    local name=$1 log=$2
+    shift 2
+    echo "== $name: running beside the others (log: $log)"
+    (
+        "$PY" -m pytest "$@" &
+        child=$!
+        trap 'kill "$child" 2>/dev/null' INT TERM  # stopping the group stops its pytest
+        wait "$child"
+        rc=$?
+        echo "== $name finished after $(( $(date +%s) - started )) s (exit $rc)"
+        exit $rc
+    ) >"$log" 2>&1 &
+}
+beside "docker tests" "$logdir/docker.log" -m docker "$@"
 docker_pid=$!
-trap 'kill "$docker_pid" 2>/dev/null' EXIT INT TERM
-# The timing-sensitive reliability tests (signals, clean-up deadlines) go last, when the docker tests are done or
+beside "$e2e" "$logdir/e2e.log" -m "not docker" "$@" "$e2e"
+e2e_pid=$!
+trap 'kill "$docker_pid" "$e2e_pid" 2>/dev/null' EXIT INT TERM
+# The timing-sensitive reliability tests (signals, clean-up deadlines) go last, when the other groups are done or
 # nearly so; everything else first, in the usual order.
 mapfile -t first < <(find tests -mindepth 1 -maxdepth 1 \( -name 'test_*.py' -o -type d \) ! -name reliability \
-    ! -name __pycache__ | sort)
+    ! -name __pycache__ ! -path "$e2e" | sort)
 "$PY" -m pytest -m "not docker" "$@" "${first[@]}" tests/reliability
 rest=$?
-echo "== other tests finished after $(( $(date +%s) - started )) s; waiting for the docker tests"
+echo "== other tests finished after $(( $(date +%s) - started )) s; waiting for the two groups beside them"
+wait "$e2e_pid"
+e2e_rc=$?
+cat "$logdir/e2e.log"
 wait "$docker_pid"
 docker=$?
 trap - EXIT INT TERM
-echo "== docker tests finished after $(( $(date +%s) - started )) s (exit $docker):"
 cat "$logdir/docker.log"
 # pytest's exit 5 means no test was selected (a group can be empty on a machine without Docker): not a failure
-[ "$rest" = 0 ] || [ "$rest" = 5 ] || exit "$rest"
-[ "$docker" = 0 ] || [ "$docker" = 5 ] || exit "$docker"
+for rc in "$rest" "$e2e_rc" "$docker"; do
+    [ "$rc" = 0 ] || [ "$rc" = 5 ] || exit "$rc"
+done
