@@ -1,7 +1,7 @@
 """What Ctrl-C (SIGINT) and SIGTERM do to a run.
 
 The first signal stops every child process at once (SIGTERM to each child's process group: the model servers,
-the trainer, the calculator) and unwinds the harness as ``KeyboardInterrupt``, so each phase closes what it holds
+the trainer, tool servers) and unwinds the harness as ``KeyboardInterrupt``, so each phase closes what it holds
 and the run is recorded ``incomplete``. Stopping the children first means a GPU is free within seconds, whatever the
 recording then takes, and that no clean-up can wait on a child that is still working.
 

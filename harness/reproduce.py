@@ -33,6 +33,7 @@ from harness.results.schema import RunRow, parse_packages
 from harness.results.sources import REPRODUCTION_NOTE
 from harness.results.store import ResultStore
 from harness.results.tree import FsTree
+from harness.tools.servers import tool_servers
 
 IGNORED_PACKAGE_PREFIXES = ("image:",)
 """Recorded versions not compared: container image digests depend on the machine's image store."""
@@ -173,7 +174,7 @@ class Reproduction:
             HARNESS_ARTIFACTS=str(artifacts_dir()),
             HARNESS_CACHE=str(own_model_cache(tree.parent / "cache")),
         )
-        for name in ("serve-cpu", "calculator"):
+        for name in sorted({"serve-cpu", *(server.env for server in tool_servers())}):  # the helper environments
             env[f"HARNESS_ENV_{name.upper().replace('-', '_')}"] = str(env_python(name).parent.parent)
         if self.options.data_mirror is not None:
             env["HARNESS_DATA_MIRROR"] = str(self.options.data_mirror)

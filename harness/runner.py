@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -37,9 +36,8 @@ from harness.results.schema import RunRow
 from harness.results.store import ResultStore
 from harness.resume import check_same, read_rollouts
 from harness.run_state import PHASES, PhaseSummary, RunOptions, RunState, mark_finished, new_run_id, restore, summarize
-from harness.services import start_user_simulator
+from harness.services import start_user_simulator, tool_commands
 from harness.spec import spec_hash
-from harness.tools.calculator import COMMAND_ENV as CALCULATOR_ENV
 from harness.tracing import TraceStore
 
 __all__ = ["PHASES", "RunOptions", "Runner"]
@@ -82,7 +80,6 @@ class Runner:
         state.attempts.append(state.run_id)
         state.run_dir.mkdir(parents=True, exist_ok=True)
         status, failed_phase, note = "complete", "", f"resumed {state.resumed_from}" if state.resumed_from else ""
-        previous_calc = os.environ.get(CALCULATOR_ENV)
         self._simulator: tuple[str, str, str] | None = None
         self.backend: Any = None
         stack = contextlib.ExitStack()
@@ -98,7 +95,7 @@ class Runner:
                 self.console.print(f"  resuming {state.resumed_from}: finished phases {', '.join(state.done)}")
             self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
             self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
-            os.environ[CALCULATOR_ENV] = json.dumps(self.backend.calculator_command())
+            stack.enter_context(tool_commands(self.backend))
             self.policy = PolicyServer(self.spec.model.name, self.spec.serving, self.backend, self.labels)
             plan = plan_run(
                 eval_only=self.options.eval_only,
@@ -148,10 +145,6 @@ class Runner:
             self.memory.stop()
             if self.backend is not None:
                 self.backend.close()
-            if previous_calc is None:
-                os.environ.pop(CALCULATOR_ENV, None)
-            else:
-                os.environ[CALCULATOR_ENV] = previous_calc
         return self._record(state, status, failed_phase, note)
 
     @contextmanager

@@ -1,11 +1,13 @@
 """The services a run holds for its whole length, apart from the policy server (:mod:`harness.policy_server`):
-the user simulator of benchmarks with a simulated user.
+the user simulator of benchmarks with a simulated user, and the commands of the tool servers the agents start.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +17,7 @@ from rich.console import Console
 from harness.models import checkpoint_hash, prepare_model
 from harness.serving import serve
 from harness.spec import BenchmarkSpec
+from harness.tools.servers import command_env, tool_servers
 from harness.ui import progress
 
 SIMULATOR_URL_ENV = "HARNESS_USER_SIMULATOR_URL"
@@ -67,3 +70,22 @@ def start_user_simulator(
         "model": sim.model.name,
         "hash": digest,
     }
+
+
+@contextlib.contextmanager
+def tool_commands(backend: Any) -> Iterator[dict[str, list[str]]]:
+    """For the run's length, every registered tool server starts on the run's backend: its command is exported as
+    ``HARNESS_TOOL_<NAME>_CMD``, which the agents' MCP clients (and the engines' child processes) read. The
+    variables are put back as they were afterwards."""
+    commands = {command_env(server): backend.tool_command(server) for server in tool_servers()}
+    previous = {name: os.environ.get(name) for name in commands}
+    try:
+        for name, cmd in commands.items():
+            os.environ[name] = json.dumps(cmd)
+        yield commands
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -1,4 +1,4 @@
-"""The backend interface: start the harness's long-running processes (model server, trainer, calculator).
+"""The backend interface: start the harness's long-running processes (model server, trainer, tool servers).
 
 The runner decides *what* runs (a server for this checkpoint, a trainer for this request); a backend decides
 *where*: as a local subprocess in one of the ``make env`` environments, or in a container of the pinned images.
@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from harness.errors import HarnessError
 from harness.registry import Registry
+
+if TYPE_CHECKING:
+    from harness.tools.servers import ToolServer
 
 Role = Literal["server", "train"]
 
@@ -60,8 +63,8 @@ class Backend(Protocol):
 
     def launch(self, spec: LaunchSpec) -> Handle: ...
 
-    def calculator_command(self) -> list[str]:
-        """The command that runs the MCP calculator server on stdio."""
+    def tool_command(self, server: type[ToolServer]) -> list[str]:
+        """The command that runs ``server`` (a stdio tool server, :mod:`harness.tools.servers`) on this backend."""
         ...
 
     def describe(self) -> dict[str, Any]:

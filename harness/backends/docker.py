@@ -30,7 +30,7 @@ from typing import IO, Any, ClassVar
 from harness.backends.base import LaunchSpec, register_backend
 from harness.errors import HarnessError
 from harness.paths import artifacts_dir, benchmarks_dir, cache_dir
-from harness.tools.calculator import SERVER_CODE as CALCULATOR_SERVER_CODE
+from harness.tools.servers import ToolServer
 
 CPU_IMAGE_ENV = "HARNESS_CPU_IMAGE"
 CALCULATOR_IMAGE_ENV = "HARNESS_CALCULATOR_IMAGE"
@@ -67,11 +67,10 @@ HOST_ONLY_ENV = frozenset(
         "LD_PRELOAD",
         "DOCKER_HOST",
         "DOCKER_CONFIG",
-        "HARNESS_CALCULATOR_CMD",
         "HARNESS_RESULTS",
     }
 )
-HOST_ONLY_PREFIXES = ("HARNESS_ENV_", "PIP_", "CONDA_", "PYENV_", "XDG_", "SSH_", "DOCKER_")
+HOST_ONLY_PREFIXES = ("HARNESS_ENV_", "HARNESS_TOOL_", "PIP_", "CONDA_", "PYENV_", "XDG_", "SSH_", "DOCKER_")
 
 
 def is_secret(name: str) -> bool:
@@ -341,7 +340,13 @@ class DockerBackend:
         with contextlib.suppress(Exception):
             self.client.containers.get(name).remove(force=True)
 
-    def calculator_command(self) -> list[str]:
+    def tool_command(self, server: type[ToolServer]) -> list[str]:
+        """A ``docker run`` of the image of the server's environment (the calculator image for ``calculator``),
+        without network, with 512 MB and one CPU."""
+        image = self.images.get(server.env)
+        python = IMAGE_PYTHON.get(server.env)
+        if image is None or python is None:
+            raise HarnessError(f"the docker backend has no image for environment {server.env!r} ({server.name})")
         return [
             "docker",
             "run",
@@ -356,10 +361,10 @@ class DockerBackend:
             "--label",
             f"{RUN_LABEL}={self.run_id}",
             "--entrypoint",
-            IMAGE_PYTHON["calculator"],
-            self.images["calculator"].id,
+            python,
+            image.id,
             "-c",
-            CALCULATOR_SERVER_CODE,  # each calculation in a child with a CPU limit, as locally
+            server.code,
         ]
 
     def describe(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import IO, Any, ClassVar
 from harness.backends.base import LaunchSpec, register_backend
 from harness.errors import HarnessError
 from harness.paths import env_python
-from harness.tools.calculator import calculator_command
+from harness.tools.servers import ToolServer, local_command
 
 
 class LocalHandle:
@@ -141,8 +141,8 @@ class LocalBackend:
             self._handles.append(handle)
         return handle
 
-    def calculator_command(self) -> list[str]:
-        return calculator_command()
+    def tool_command(self, server: type[ToolServer]) -> list[str]:
+        return local_command(server)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 
 class _Runtime:
-    """Per-worker state shared by every sample: the benchmark and its open resources (the MCP calculator)."""
+    """Per-worker state shared by every sample: the benchmark and its open resources (e.g. a tool server's session)."""
 
     def __init__(self, bench: Benchmark, resources: Any, stack: AsyncExitStack, info: dict[str, Any]) -> None:
         self.bench = bench

@@ -10,18 +10,12 @@ hostile expression costs one error, not the machine or the session.
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
-import os
-import shutil
-import subprocess
 import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.paths import env_python
+from harness.tools.servers import ToolServer, register_tool_server, resolve_command, server_env
 
 # Agent Framework pings the server on connect with an API mcp 2 marks deprecated; harmless, and noisy per run.
 warnings.filterwarnings("ignore", message="ping is removed", module="agent_framework")
@@ -71,55 +65,15 @@ m.main()
 """
 
 
-COMMAND_ENV = "HARNESS_CALCULATOR_CMD"
+@register_tool_server
+class Calculator(ToolServer):
+    """``mcp-server-calculator`` from the ``calculator`` environment, each calculation in a child under a CPU limit."""
 
-
-def calculator_command(python: Path | None = None) -> list[str]:
-    """The command that starts the calculator server on stdio, under resource limits where available.
-
-    ``HARNESS_CALCULATOR_CMD`` (a JSON list) overrides it; the Docker backend sets it to a ``docker run`` of the
-    calculator image without network.
-    """
-    override = os.environ.get(COMMAND_ENV)
-    if override and python is None:
-        cmd = json.loads(override)
-        if not (isinstance(cmd, list) and cmd and all(isinstance(c, str) for c in cmd)):
-            raise HarnessError(f"{COMMAND_ENV} must be a JSON list of strings")
-        return cmd
-    python = python or env_python("calculator")
-    if not python.exists():
-        raise HarnessError(f"calculator environment not found at {python.parent.parent} (run `make env`)")
-    cmd = [str(python), "-c", SERVER_CODE]
-    prlimit = shutil.which("prlimit")
-    if prlimit:
-        cmd = [prlimit, f"--as={MEMORY_LIMIT_BYTES}", "--core=0", "--", *cmd]
-    return [*no_network_prefix(), *cmd]
-
-
-@functools.cache
-def no_network_prefix() -> tuple[str, ...]:
-    """A command prefix that runs the calculator in a network namespace of its own (no interfaces but loopback,
-    down), where the system allows one: as root ``unshare --net``, otherwise in a user namespace. Empty where
-    neither works (the Docker backend's calculator has ``--network none`` regardless)."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return ()
-    for prefix in ([unshare, "--net", "--"], [unshare, "--user", "--map-root-user", "--net", "--"]):
-        try:
-            probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0:
-            return tuple(prefix)
-    return ()
-
-
-def calculator_env() -> dict[str, str]:
-    # Only what the server needs: no API keys or tokens from the caller's environment.
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
-    if "DOCKER_HOST" in os.environ:  # the Docker backend's calculator is a `docker run`
-        env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
-    return env
+    name = "calculator"
+    env = "calculator"
+    code = SERVER_CODE
+    packages = ("mcp-server-calculator", "mcp")
+    memory_bytes = MEMORY_LIMIT_BYTES
 
 
 @contextlib.asynccontextmanager
@@ -127,12 +81,12 @@ async def open_calculator(python: Path | None = None) -> AsyncIterator[Any]:
     """An entered Agent Framework ``MCPStdioTool`` connected to one calculator server."""
     from agent_framework import MCPStdioTool
 
-    cmd = calculator_command(python)
+    cmd = resolve_command(Calculator, python)
     tool = MCPStdioTool(
         name="calculator",
         command=cmd[0],
         args=cmd[1:],
-        env=calculator_env(),
+        env=server_env(),
         load_prompts=False,
         tool_result_content="content_only",
         request_timeout=CALL_TIMEOUT_S,

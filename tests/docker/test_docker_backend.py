@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.tools.calculator import Calculator
 from support import REPO, copy_math_benchmark
 from support_docker import containers_with_label, require_engine_and_images
 
@@ -63,7 +64,7 @@ def test_launch_streams_lines_mounts_and_filters_env(calc_backend, tmp_path: Pat
         "import os, sys\n"
         "for i in range(3): print('step', i, flush=True)\n"
         "open(sys.argv[1] + '/owner.txt', 'w').write(f'{os.getuid()}:{os.getgid()}')\n"
-        "names = ('OPENAI_API_KEY', 'HF_TOKEN', 'FOO', 'TOKENIZERS_PARALLELISM', 'HARNESS_CALCULATOR_CMD')\n"
+        "names = ('OPENAI_API_KEY', 'HF_TOKEN', 'FOO', 'TOKENIZERS_PARALLELISM', 'HARNESS_TOOL_CALCULATOR_CMD')\n"
         "print('env', sorted(k for k in os.environ if k in names), flush=True)\n"
         "print('home', os.environ['HOME'], os.environ['HARNESS_ARTIFACTS'])\n"
     )
@@ -72,7 +73,7 @@ def test_launch_streams_lines_mounts_and_filters_env(calc_backend, tmp_path: Pat
         "HF_TOKEN": "hf_not_real",
         "FOO": "bar",
         "TOKENIZERS_PARALLELISM": "false",
-        "HARNESS_CALCULATOR_CMD": '["docker"]',
+        "HARNESS_TOOL_CALCULATOR_CMD": '["docker"]',
         "PATH": "/nowhere",
     }
     handle = calc_backend.launch(_spec(tmp_path, code, str(out), env=env, mounts=(out,), capture_stdout=True))
@@ -116,15 +117,15 @@ def test_exit_code_and_describe(calc_backend, tmp_path: Path) -> None:
     for role in ("cpu", "calculator"):
         assert info["images"][role]["id"].startswith("sha256:")
         assert info["images"][role]["digest"]
-    cmd = calc_backend.calculator_command()
+    cmd = calc_backend.tool_command(Calculator)
     assert cmd[:4] == ["docker", "run", "-i", "--rm"]
     assert cmd[cmd.index("--network") + 1] == "none"
     assert f"harness.run_id={calc_backend.run_id}" in cmd
 
 
 def test_close_removes_calculator_containers(calc_backend) -> None:
-    """A calculator started from calculator_command() (as the agent's MCP client does) is removed by close()."""
-    cmd = calc_backend.calculator_command()
+    """A calculator started from tool_command(Calculator) (as the agent's MCP client does) is removed by close()."""
+    cmd = calc_backend.tool_command(Calculator)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

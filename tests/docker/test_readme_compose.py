@@ -155,11 +155,12 @@ def test_readme_compose_command(cmd: list[str], clone: Path, monkeypatch: pytest
             assert reply.status_code == 200, reply.text
             assert reply.json()["usage"]["completion_tokens"] > 0
             # ... and a calculator from `compose run` answers an MCP client (as the harness's agent calls it)
-            from harness.tools.calculator import COMMAND_ENV, calculate, open_calculator
+            from harness.tools.calculator import Calculator, calculate, open_calculator
+            from harness.tools.servers import command_env
 
             cli = compose_cli() or []
             run = [*cli, "--project-directory", str(clone), "-p", project, "--profile", "cpu", "run", "--rm", "-T"]
-            monkeypatch.setenv(COMMAND_ENV, json.dumps([*run, "calculator"]))
+            monkeypatch.setenv(command_env(Calculator), json.dumps([*run, "calculator"]))
 
             async def compute() -> list[str]:
                 async with open_calculator() as tool:

@@ -66,14 +66,15 @@ def test_images_carry_no_secret(image: str) -> None:
 def test_calculator_container_limits_and_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     _require(CPU_IMAGE, CALCULATOR_IMAGE)
     from harness.backends.docker import DockerBackend
-    from harness.tools.calculator import COMMAND_ENV, calculate, open_calculator
+    from harness.tools.calculator import Calculator, calculate, open_calculator
+    from harness.tools.servers import command_env
 
     canary = f"canary-{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", canary)
     monkeypatch.setenv("HARNESS_DEPLOY_TOKEN", canary)
     run_id = f"reliability-{uuid.uuid4().hex[:8]}"
     backend = DockerBackend(run_id=run_id)
-    monkeypatch.setenv(COMMAND_ENV, json.dumps(backend.calculator_command()))
+    monkeypatch.setenv(command_env(Calculator), json.dumps(backend.tool_command(Calculator)))
 
     def containers() -> list[str]:
         out = subprocess.run(
