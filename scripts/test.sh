@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The pytest part of `make test`, in three pytest processes at once so a 2-core machine keeps both cores busy: the
-# Docker tests (mostly waiting on containers and their servers), the end-to-end math run with its reproduction (two
-# whole runs, about a third of the suite's time, much of it waiting on server starts), and the other tests. Each
-# group's summary is printed; the exit code fails if any group fails. Arguments go to every pytest process.
+# The pytest part of `make test`: the Docker tests (mostly waiting on containers and their servers) run beside the
+# other tests, each group in its own pytest process, so a 2-core machine keeps both cores busy. (A third process for
+# the end-to-end math run made nothing faster: the cores are the limit, and the main group took as long without
+# it.) Each group's summary is printed; the exit code fails if either group fails. Arguments go to both processes.
 # TEST_GROUPS=1, or a -m/-k/path argument, runs one pytest process as usual.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,6 @@ fi
 logdir=.cache/test-logs
 mkdir -p "$logdir"
 started=$(date +%s)
-e2e=tests/test_e2e_math.py
 # beside NAME LOG PYTEST_ARGS...: one pytest process in the background; its log ends with when it finished.
 beside() {
     local name=$1 log=$2
@@ -41,24 +40,19 @@ beside() {
 }
 beside "docker tests" "$logdir/docker.log" -m docker "$@"
 docker_pid=$!
-beside "$e2e" "$logdir/e2e.log" -m "not docker" "$@" "$e2e"
-e2e_pid=$!
-trap 'kill "$docker_pid" "$e2e_pid" 2>/dev/null' EXIT INT TERM
-# The timing-sensitive reliability tests (signals, clean-up deadlines) go last, when the other groups are done or
+trap 'kill "$docker_pid" 2>/dev/null' EXIT INT TERM
+# The timing-sensitive reliability tests (signals, clean-up deadlines) go last, when the docker tests are done or
 # nearly so; everything else first, in the usual order.
 mapfile -t first < <(find tests -mindepth 1 -maxdepth 1 \( -name 'test_*.py' -o -type d \) ! -name reliability \
-    ! -name __pycache__ ! -path "$e2e" | sort)
+    ! -name __pycache__ | sort)
 "$PY" -m pytest -m "not docker" "$@" "${first[@]}" tests/reliability
 rest=$?
-echo "== other tests finished after $(( $(date +%s) - started )) s; waiting for the two groups beside them"
-wait "$e2e_pid"
-e2e_rc=$?
-cat "$logdir/e2e.log"
+echo "== other tests finished after $(( $(date +%s) - started )) s; waiting for the docker tests"
 wait "$docker_pid"
 docker=$?
 trap - EXIT INT TERM
 cat "$logdir/docker.log"
 # pytest's exit 5 means no test was selected (a group can be empty on a machine without Docker): not a failure
-for rc in "$rest" "$e2e_rc" "$docker"; do
+for rc in "$rest" "$docker"; do
     [ "$rc" = 0 ] || [ "$rc" = 5 ] || exit "$rc"
 done
