@@ -25,7 +25,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-SCRIPTS = ["tool_overhead.py", "compare_scale.py", "startup.py", "eval_throughput.py", "smoke_run.py"]
+SCRIPTS = [
+    "tool_overhead.py",
+    "compare_scale.py",
+    "cpu_executor.py",
+    "startup.py",
+    "eval_throughput.py",
+    "smoke_run.py",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,16 @@ def _startup(f: dict[str, Any]) -> Headline:
         f"{t:.1f} s ({'; '.join(parts)})",
         "< 20 s",
         t < 20,
+    )
+
+
+def _executor(f: dict[str, Any]) -> Headline:
+    start, dec = float(f["start_ratio"]), float(f["decode_ratio"])
+    return Headline(
+        "CPU model server, model in the engine process / in a worker process (median)",
+        f"start {start:.2f}, decode of 8 x {f['tokens']} tokens {dec:.2f}",
+        "< 1",
+        start < 1 and dec < 1,
     )
 
 
@@ -120,6 +137,7 @@ def _tool_schema(f: dict[str, Any]) -> list[Headline]:
 HEADLINES: dict[str, Callable[[dict[str, Any]], Headline | list[Headline]]] = {
     "tool_overhead.py": _tool,
     "compare_scale.py": _compare,
+    "cpu_executor.py": _executor,
     "startup.py": _startup,
     "eval_throughput.py": _eval,
     "smoke_run.py": _smoke,

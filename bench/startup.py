@@ -57,7 +57,7 @@ VLLM_MILESTONES = (
     (r"\(APIServer pid=\d+\)", "API server process: imports done, arguments parsed"),
     (r"\(APIServer pid=\d+\) .*Resolved architecture", "API server: model config resolved"),
     (r"\(EngineCore pid=\d+\)", "engine core process (spawned): imports done"),
-    (r"\((?:Worker|VllmWorker-\d+) pid=\d+\)", "worker process (spawned): imports done"),
+    (r"\((?:Worker|VllmWorker-\d+) pid=\d+\)", "worker process (spawned; none when the model runs in the engine)"),
     (r"Loading weights took", "weights loaded"),
     (r"init engine \(", "KV cache allocated, model warmed up"),
     (r"Starting vLLM server on", "HTTP server up"),

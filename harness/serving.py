@@ -73,6 +73,11 @@ def server_env(serving: ServingSpec | None = None) -> dict[str, str]:
     # Development endpoints (in-place weight reload, prefix-cache reset) for ModelServer.load; the server listens
     # on the loopback interface only (or inside its container).
     env.setdefault("VLLM_SERVER_DEV_MODE", "1")
+    # On a CPU, the model runs inside vLLM's engine process (its single-process executor, what one GPU gets by
+    # default) instead of a third process fed through a busy-polled shared-memory queue: on 2 cores the server
+    # answers ~9 s sooner and decodes ~35 % faster (bench/startup.py). vLLM's API server keeps its engine in a
+    # process of its own either way; on a GPU the variable changes nothing for it.
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")

@@ -213,6 +213,12 @@ def test_summary_markdown_one_line_per_target() -> None:
     assert h.measured.endswith("; fixed-latency stub (2 s): 1.0%, 4.0%")
 
 
+def test_cpu_executor_headline_is_the_median_ratio() -> None:
+    h = run_all.HEADLINES["cpu_executor.py"]({"start_ratio": 0.69, "decode_ratio": 0.65, "tokens": 128})
+    assert h.met and h.measured == "start 0.69, decode of 8 x 128 tokens 0.65"
+    assert not run_all.HEADLINES["cpu_executor.py"]({"start_ratio": 0.9, "decode_ratio": 1.02, "tokens": 8}).met
+
+
 def test_smoke_run_headlines_one_per_target() -> None:
     figures = {
         "peak_gib": [3.5, 3.9, 4.2],

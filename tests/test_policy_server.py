@@ -81,6 +81,9 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
     try:
         with policy.use(base, tmp_path / "server-before.log") as server:
             base_text, _ = greedy(server)
+        # on a CPU the model runs in vLLM's engine process: no third process (serving.server_env)
+        log = (tmp_path / "server-before.log").read_text()
+        assert "(EngineCore pid=" in log and "Worker pid=" not in log, log[-2000:]
         policy.before_training(engine_uses_server=True)  # trace-grpo: the server stays up through training
         assert policy.server is server and server.alive()
         with policy.use(trained, tmp_path / "server-after.log") as loaded:
@@ -115,3 +118,15 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
     assert loaded_text == fresh_text
     assert len(loaded_logp) == len(fresh_logp)
     assert max(abs(a - b) for a, b in zip(loaded_logp, fresh_logp, strict=True)) < 0.05
+
+
+def test_server_environment_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.serving import server_env
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = server_env(SERVING)
+    assert env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert "PYTHONPATH" not in env
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")  # the user's environment wins
+    assert server_env(SERVING)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
