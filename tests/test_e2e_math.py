@@ -22,13 +22,18 @@ from support import REPO, copy_math_benchmark
 
 pytestmark = pytest.mark.slow
 
+# One GRPO step on one prompt's group of two short completions: the pipeline, not learning, is under test here (the
+# smoke profile's own step is 8 completions of 48 tokens, four times the trainer's work, twice over with the
+# reproduction).
+TRAINING = {"max_steps": 1, "prompts_per_step": 1, "num_generations": 2, "max_completion_length": 24}
+
 
 def _checkout(dest: Path) -> Path:
-    """A git repository with this checkout's harness and the math benchmark shrunk to 3 tasks and 1 step."""
+    """A git repository with this checkout's harness and the math benchmark shrunk to 3 tasks and 1 small step."""
     shutil.copytree(REPO / "harness", dest / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     copy_math_benchmark(
         dest / "benchmarks",
-        {"evaluation": {"limit": 3, "max_tokens": 64}, "training": {"config": {"max_steps": 1}}},
+        {"evaluation": {"limit": 3, "max_tokens": 64}, "training": {"config": TRAINING}},
     )
     (dest / ".gitignore").write_text("__pycache__/\n")
     identity = ["-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "-c", "commit.gpgsign=false"]

@@ -176,7 +176,13 @@ def test_images_built_from_other_code_are_not_used(monkeypatch: pytest.MonkeyPat
 def _run_env(tmp_path: Path, mirror: Path) -> dict[str, str]:
     copy_math_benchmark(
         tmp_path / "benchmarks",
-        {"evaluation": {"limit": 2, "max_tokens": 64}, "training": {"config": {"max_steps": 1}}},
+        {
+            "evaluation": {"limit": 2, "max_tokens": 64},
+            # one step on one prompt's group of two short completions: the backend, not learning, is under test
+            "training": {
+                "config": {"max_steps": 1, "prompts_per_step": 1, "num_generations": 2, "max_completion_length": 24}
+            },
+        },
     )
     return dict(
         os.environ,
