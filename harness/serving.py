@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 
 from harness.backends.base import Backend, Handle, LaunchSpec
+from harness.cores import share_cores
 from harness.errors import ServingError
 from harness.spec import ServingSpec
 
@@ -78,6 +79,7 @@ def server_env(serving: ServingSpec | None = None) -> dict[str, str]:
     # answers ~9 s sooner and decodes ~35 % faster (bench/startup.py). vLLM's API server keeps its engine in a
     # process of its own either way; on a GPU the variable changes nothing for it.
     env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    share_cores(env)  # its OpenMP threads sleep when they wait, beside a trainer or another server (harness.cores)
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")

@@ -48,6 +48,8 @@ def test_gpu_services_reserve_gpus(cli: list[str]) -> None:
     cpu = compose_json(cli, "--profile", "cpu")["services"]
     for name in CPU_SERVICES | {"calculator"}:
         assert "deploy" not in cpu[name] or not cpu[name]["deploy"].get("resources", {}).get("reservations"), name
+    # the CPU model server shares the cores the way the harness's own servers do (harness.cores)
+    assert cpu["policy-server-cpu"]["environment"]["OMP_WAIT_POLICY"] == "PASSIVE"
 
 
 def test_tau2_train_is_wired_to_policy_and_user_simulator(cli: list[str]) -> None:
