@@ -29,6 +29,7 @@ SCRIPTS = [
     "tool_overhead.py",
     "compare_scale.py",
     "cpu_executor.py",
+    "cpu_sharing.py",
     "startup.py",
     "eval_throughput.py",
     "smoke_run.py",
@@ -76,6 +77,19 @@ def _executor(f: dict[str, Any]) -> Headline:
         f"start {start:.2f}, decode of 8 x {f['tokens']} tokens {dec:.2f}",
         "< 1",
         start < 1 and dec < 1,
+    )
+
+
+def _sharing(f: dict[str, Any]) -> Headline:
+    r = f["ratios"]
+    alone = max(float(r["train_alone_s"]), float(r["decode_alone_s"]))
+    beside = max(float(r["train_beside_s"]), float(r["decode_beside_s"]))
+    return Headline(
+        "trainer beside the CPU model server, OMP_WAIT_POLICY=PASSIVE / OpenMP default (median)",
+        f"beside: train {float(r['train_beside_s']):.2f}, decode {float(r['decode_beside_s']):.2f}; "
+        f"alone: train {float(r['train_alone_s']):.2f}, decode {float(r['decode_alone_s']):.2f}",
+        "< 1 beside, <= 1.10 alone",
+        beside < 1 and alone <= 1.1,
     )
 
 
@@ -138,6 +152,7 @@ HEADLINES: dict[str, Callable[[dict[str, Any]], Headline | list[Headline]]] = {
     "tool_overhead.py": _tool,
     "compare_scale.py": _compare,
     "cpu_executor.py": _executor,
+    "cpu_sharing.py": _sharing,
     "startup.py": _startup,
     "eval_throughput.py": _eval,
     "smoke_run.py": _smoke,

@@ -219,6 +219,14 @@ def test_cpu_executor_headline_is_the_median_ratio() -> None:
     assert not run_all.HEADLINES["cpu_executor.py"]({"start_ratio": 0.9, "decode_ratio": 1.02, "tokens": 8}).met
 
 
+def test_cpu_sharing_headline_needs_both_beside_and_alone() -> None:
+    ratios = {"train_alone_s": 1.05, "decode_alone_s": 1.05, "train_beside_s": 0.17, "decode_beside_s": 0.09}
+    h = run_all.HEADLINES["cpu_sharing.py"]({"ratios": ratios})
+    assert h.met and h.measured == "beside: train 0.17, decode 0.09; alone: train 1.05, decode 1.05"
+    assert not run_all.HEADLINES["cpu_sharing.py"]({"ratios": {**ratios, "decode_alone_s": 1.3}}).met
+    assert not run_all.HEADLINES["cpu_sharing.py"]({"ratios": {**ratios, "train_beside_s": 1.0}}).met
+
+
 def test_smoke_run_headlines_one_per_target() -> None:
     figures = {
         "peak_gib": [3.5, 3.9, 4.2],
