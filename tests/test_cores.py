@@ -1,6 +1,6 @@
 """The model servers and trainers the harness starts let OpenMP's waiting threads sleep (harness.cores), unless the
-user's environment names a wait policy; the servers' side is also checked on a running vLLM server in
-tests/test_policy_server.py."""
+user's environment names a wait policy. (A running vLLM server's /proc/<pid>/environ cannot show it: vLLM sets its
+process titles over the environment block.)"""
 
 from __future__ import annotations
 
@@ -61,3 +61,16 @@ def test_the_users_wait_policy_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert _trainer_policy(tmp_path) is None and "OMP_WAIT_POLICY" not in server_env()
     monkeypatch.delenv("OMP_WAIT_POLICY")
     assert server_env()["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def test_a_model_server_is_launched_with_the_passive_wait_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.serving import launch
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    spec, _, _ = open_benchmark("math", "smoke")
+    backend = ReportingBackend()
+    server = launch(tmp_path, "policy", spec.serving, tmp_path / "server.log", backend=backend)
+    server.stop()
+    assert backend.launched.role == "server" and backend.launched.env["OMP_WAIT_POLICY"] == "PASSIVE"
