@@ -5,7 +5,8 @@ at each barrier for a while before they sleep. That is the fastest choice for a 
 disaster for two beside each other: each spins on cores the other needs. On 2 cores, a GRPO step of the smoke
 model (tests/test_trl_engine.py) beside a decoding model server took 492 s instead of 54, and the server decoded
 20x slower. With ``OMP_WAIT_POLICY=PASSIVE`` a waiting thread sleeps at once: the same pair took 78 s, the server
-decoded 1.6x slower, and each alone ran as fast as before (within 3 %). ``bench/cpu_sharing.py`` measures both.
+decoded 1.6x slower; each alone runs 5-30 % slower than with spinning (two one-round runs of
+``bench/cpu_sharing.py``, which measures both).
 
 Two runs at once, an evaluation beside a training run, the model server beside the trainer: the harness sets the
 policy for every model server and trainer it starts unless the environment names one (``OMP_WAIT_POLICY=ACTIVE``
