@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
@@ -140,21 +141,34 @@ def cpu_model() -> str:
 
 
 def hardware() -> str:
-    """One line: CPU model and count, memory, GPUs (by name) if torch sees any."""
+    """One line: CPU model and count, memory, GPUs (by name)."""
     parts = [f"{os.cpu_count()}x {cpu_model()}"]
     try:
         pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         parts.append(f"{pages / 2**30:.0f} GiB")
     except (ValueError, OSError):
         pass
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-            parts.append("gpu: " + ", ".join(names))
-        else:
-            parts.append("gpu: none")
-    except ImportError:
-        parts.append("gpu: unknown")
+    names = gpu_names()
+    parts.append("gpu: " + (", ".join(names) if names else "none"))
     return "; ".join(parts)
+
+
+def gpu_names(proc: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
+    """The machine's NVIDIA GPUs as its driver lists them (``nvidia-smi``, else the driver's ``/proc`` files): what
+    the machine has, whichever environment or container runs the model. Without a driver, none. (Asking torch
+    instead would take a second and a few hundred MB in this process, and answer for this environment's build.)"""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
+        if out.returncode == 0:
+            return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    names = []
+    for info in sorted(proc.glob("*/information")):
+        with contextlib.suppress(OSError):
+            for line in info.read_text().splitlines():
+                if line.startswith("Model:"):
+                    names.append(line.split(":", 1)[1].strip())
+    return names

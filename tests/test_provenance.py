@@ -6,7 +6,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness.provenance import folder_hash, git_state
+import pytest
+
+from harness.provenance import folder_hash, git_state, gpu_names, hardware
 
 
 def git(root: Path, *args: str) -> None:
@@ -38,3 +40,16 @@ def test_folder_hash_follows_content_and_names_not_caches(tmp_path: Path) -> Non
     (tmp_path / "benchmark.py").write_text("x = 1\n")
     (tmp_path / "benchmark.py").rename(tmp_path / "other.py")
     assert folder_hash(tmp_path) != first
+
+
+def test_gpus_are_read_from_the_driver_without_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's /proc files name the GPUs when nvidia-smi is not on PATH; no driver, no GPU ("gpu: none",
+    which the run comparisons read as a CPU run)."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    for bus, model in (("0000:0a:00.0", "NVIDIA H200"), ("0000:0b:00.0", "NVIDIA H200")):
+        (tmp_path / "gpus" / bus).mkdir(parents=True)
+        (tmp_path / "gpus" / bus / "information").write_text(f"Model: \t\t {model}\nIRQ:   \t\t 42\n")
+    assert gpu_names(tmp_path / "gpus") == ["NVIDIA H200", "NVIDIA H200"]
+    assert gpu_names(tmp_path / "none") == []
+    if not Path("/proc/driver/nvidia/gpus").exists():
+        assert hardware().endswith("; gpu: none")
