@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,6 +64,8 @@ class PolicyServer:
         """Seconds each in-place weight load took."""
         self.load_failures: list[str] = []
         """Loads the server refused (e.g. a vLLM without the reload endpoint); a new server was started instead."""
+        self._stopping: list[threading.Thread] = []
+        """Servers being stopped in the background (:meth:`stop` with ``wait=False``); :meth:`close` waits for them."""
 
     def launch(self, checkpoint: Path, log_path: Path) -> ModelServer:
         """Start serving ``checkpoint`` now (without waiting for it), replacing any running server."""
@@ -101,9 +104,21 @@ class PolicyServer:
             server.wait_ready(self.serving.startup_timeout_s, tick)
         yield server
 
+    def prepare(self, checkpoint: Path, log_path: Path) -> None:
+        """Start the server that the next :meth:`use` of ``checkpoint`` would start, now, without waiting: it boots
+        while the caller goes on (e.g. hashes the checkpoint a trainer just wrote). Nothing to do when the running
+        server already serves it or can load its weights in place."""
+        server = self._running()
+        if server is not None and (self.checkpoint == checkpoint or self._can_load(checkpoint)):
+            return
+        self.launch(checkpoint, log_path)
+
+    def _can_load(self, checkpoint: Path) -> bool:
+        return self.serving.reload_weights and reloadable(checkpoint)
+
     def _load(self, server: ModelServer, checkpoint: Path, tick: Callable[[float], None] | None) -> ModelServer | None:
         """Load ``checkpoint`` into the running ``server``; None when it cannot (then a new server is started)."""
-        if not (self.serving.reload_weights and reloadable(checkpoint)):
+        if not self._can_load(checkpoint):
             return None
         server.wait_ready(self.serving.startup_timeout_s, tick)
         try:
@@ -114,17 +129,30 @@ class PolicyServer:
         self.checkpoint = checkpoint
         return server
 
-    def before_training(self, engine_uses_server: bool) -> None:
-        """Free the machine for an engine that trains without the server, unless the spec keeps it."""
+    def before_training(self, engine_uses_server: bool, wait: bool = True) -> None:
+        """Free the machine for an engine that trains without the server, unless the spec keeps it. ``wait=False``:
+        the server shuts down (a second or two on a CPU) while the trainer starts."""
         if not engine_uses_server and not self.serving.keep_during_training:
-            self.stop()
+            self.stop(wait=wait)
 
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-        self.server, self.checkpoint = None, None
+    def stop(self, wait: bool = True) -> None:
+        """Stop the running server; with ``wait=False`` in the background (:meth:`close` waits for it)."""
+        server, self.server, self.checkpoint = self.server, None, None
+        if server is None:
+            return
+        if wait:
+            server.stop()
+            return
+        stopping = threading.Thread(target=server.stop, name="stop-model-server", daemon=True)
+        stopping.start()
+        self._stopping.append(stopping)
 
-    close = stop
+    def close(self) -> None:
+        """Stop the running server and wait for every server being stopped."""
+        self.stop()
+        for stopping in self._stopping:
+            stopping.join()
+        self._stopping.clear()
 
     def describe(self) -> dict[str, object]:
         """For the manifest: how many servers were started and how the weights were swapped."""

@@ -79,11 +79,20 @@ class Runner:
             state.run_dir = artifacts_dir() / "runs" / state.run_id
         state.attempts.append(state.run_id)
         state.run_dir.mkdir(parents=True, exist_ok=True)
-        status, failed_phase, note = "complete", "", f"resumed {state.resumed_from}" if state.resumed_from else ""
         self._simulator: tuple[str, str, str] | None = None
         self.backend: Any = None
         stack = contextlib.ExitStack()
         self.memory.start()
+        try:
+            return self._run(state, stack)
+        finally:
+            if self.policy is not None:
+                self.policy.close()
+            if self.backend is not None:
+                self.backend.close()
+
+    def _run(self, state: RunState, stack: contextlib.ExitStack) -> RunRow:
+        status, failed_phase, note = "complete", "", f"resumed {state.resumed_from}" if state.resumed_from else ""
         try:  # from here on, an interrupt or error anywhere is recorded (as incomplete or failed, in "setup")
             engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
             self.console.print(
@@ -139,12 +148,10 @@ class Runner:
             self._record(state, status, failed_phase, note)
             raise
         finally:
-            if self.policy is not None:
-                self.policy.close()
+            if self.policy is not None:  # it shuts down while the row is recorded; run() waits for it
+                self.policy.stop(wait=False)
             stack.close()
             self.memory.stop()
-            if self.backend is not None:
-                self.backend.close()
         return self._record(state, status, failed_phase, note)
 
     @contextmanager
@@ -277,7 +284,10 @@ class Runner:
     def _train(self, state: RunState, base_model: Path) -> Path:
         engine = get_engine(self.spec.training.engine)
         assert self.policy is not None
-        self.policy.before_training(engine_uses_server=bool(getattr(engine, "uses_policy_server", False)))
+        self.policy.before_training(
+            engine_uses_server=bool(getattr(engine, "uses_policy_server", False)),
+            wait=not getattr(engine, "starts_while_server_stops", False),
+        )
         total = int(self.spec.training.config.get("max_steps", 0)) or None
         with ui.progress(self.console) as progress:
             bar = progress.add_task(f"training ({engine.name})", total=total)
@@ -305,6 +315,9 @@ class Runner:
                     simulator=self._simulator,
                 )
             )
+        timing.mark("train_done")
+        # The evaluation's server boots while the checkpoint is hashed and the training phase is recorded.
+        self.policy.prepare(result.checkpoint, state.run_dir / "server-after.log")
         state.checkpoint = result.checkpoint
         state.train_resumed_step = result.resumed_from_step
         state.train_steps = result.steps

@@ -93,14 +93,20 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
             assert same is server  # the same checkpoint again: nothing to load
         assert policy.describe()["starts"] == 1 and policy.describe()["weight_loads"] == 1
         assert not (tmp_path / "server-after.log").exists()  # no second server was started
+        policy.prepare(trained, tmp_path / "server-prepared.log")  # served already: nothing to start
+        policy.prepare(base, tmp_path / "server-prepared.log")  # loadable in place by the next use()
+        assert policy.server is server and not (tmp_path / "server-prepared.log").exists()
         # a checkpoint the running server refuses (a weight name it does not know): a new server, not a failed run
         broken = renamed_weight_copy(trained, tmp_path / "broken")
         with policy.use(broken, tmp_path / "server-broken.log", wait=False) as replacement:
             assert replacement is not server and server.handle.poll() is not None
         assert policy.describe()["starts"] == 2 and len(policy.describe()["weight_load_failures"]) == 1
         assert "HTTP" in policy.describe()["weight_load_failures"][0]
-        policy.before_training(engine_uses_server=False)  # trl-grpo, verl: the trainer gets the machine
-        assert policy.server is None and replacement.handle.poll() is not None
+        # trl-grpo: the trainer gets the machine, starting while the server shuts down; close() waits for it
+        policy.before_training(engine_uses_server=False, wait=False)
+        assert policy.server is None
+        policy.close()
+        assert replacement.handle.poll() is not None
     finally:
         policy.close()
 
@@ -109,8 +115,11 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
     try:
         with fresh_policy.use(trained, tmp_path / "server-fresh.log") as fresh:
             fresh_text, fresh_logp = greedy(fresh)
+        # the next checkpoint's server starts as soon as it is known, and the next use() takes it
+        fresh_policy.prepare(base, tmp_path / "server-base-again.log")
+        assert fresh.handle.poll() is not None
         with fresh_policy.use(base, tmp_path / "server-base-again.log", wait=False) as another:
-            assert another is not fresh and fresh.handle.poll() is not None
+            assert another is not fresh and another is fresh_policy.server
         assert fresh_policy.describe()["starts"] == 2 and fresh_policy.describe()["weight_loads"] == 0
     finally:
         fresh_policy.close()

@@ -70,6 +70,9 @@ class Engine(Protocol):
     # Optional: ``uses_policy_server: ClassVar[bool]`` -- True for an engine that trains on rollouts served by the
     # run's policy server (``TrainRequest.collect``), which then stays up through training; default False (the
     # server is stopped so the trainer has the machine, unless ``serving.keep_during_training``).
+    # Optional: ``starts_while_server_stops: ClassVar[bool]`` -- True for an engine whose trainer may start while that
+    # server is still shutting down (a CPU trainer, whose memory peaks long after its start); default False (the
+    # server is gone before the trainer starts: a GPU trainer measures free accelerator memory when it starts).
     # Optional: ``check(spec, bench) -> None`` (a static method) -- raises SpecError when the benchmark cannot train
     # with this engine as configured (missing hooks, unknown shaping terms); the runner calls it before anything
     # starts.

@@ -94,6 +94,7 @@ def shaping_of(config: TrlGrpoConfig) -> Shaping:
 class TrlGrpoEngine:
     name: ClassVar[str] = "trl-grpo"
     config_model: ClassVar[type[BaseModel]] = TrlGrpoConfig
+    starts_while_server_stops: ClassVar[bool] = True  # a CPU trainer: its memory peaks tens of seconds in
 
     @staticmethod
     def check(spec: Any, bench: Any) -> None:
