@@ -30,6 +30,7 @@ SCRIPTS = [
     "compare_scale.py",
     "cpu_executor.py",
     "cpu_sharing.py",
+    "eval_concurrency.py",
     "startup.py",
     "eval_throughput.py",
     "smoke_run.py",
@@ -93,6 +94,16 @@ def _sharing(f: dict[str, Any]) -> Headline:
     )
 
 
+def _concurrency(f: dict[str, Any]) -> Headline:
+    r, same, n = float(f["ratio"]), int(f["same_answers"]), int(f["tasks"])
+    return Headline(
+        f"smoke evaluation, concurrency {f['concurrency']} / {f['against']} (median wall)",
+        f"{r:.2f}; same final answer in {same} of {n} tasks",
+        "< 1, same answers",
+        r < 1 and same == n,
+    )
+
+
 def _eval(f: dict[str, Any]) -> Headline:
     o = float(f["overhead_rollouts_median"])
     measured = f"vLLM: {o:.1%} over the rollouts, {float(f['overhead_median']):.1%} with the calculator's start"
@@ -153,6 +164,7 @@ HEADLINES: dict[str, Callable[[dict[str, Any]], Headline | list[Headline]]] = {
     "compare_scale.py": _compare,
     "cpu_executor.py": _executor,
     "cpu_sharing.py": _sharing,
+    "eval_concurrency.py": _concurrency,
     "startup.py": _startup,
     "eval_throughput.py": _eval,
     "smoke_run.py": _smoke,

@@ -219,6 +219,14 @@ def test_cpu_executor_headline_is_the_median_ratio() -> None:
     assert not run_all.HEADLINES["cpu_executor.py"]({"start_ratio": 0.9, "decode_ratio": 1.02, "tokens": 8}).met
 
 
+def test_eval_concurrency_headline_needs_a_faster_run_with_the_same_answers() -> None:
+    f = {"concurrency": 20, "against": 8, "tasks": 20, "ratio": 0.55, "same_answers": 20}
+    h = run_all.HEADLINES["eval_concurrency.py"](f)
+    assert isinstance(h, run_all.Headline) and h.met and h.measured.startswith("0.55; same final answer in 20 of 20")
+    assert not run_all.HEADLINES["eval_concurrency.py"]({**f, "same_answers": 19}).met
+    assert not run_all.HEADLINES["eval_concurrency.py"]({**f, "ratio": 1.02}).met
+
+
 def test_cpu_sharing_headline_needs_both_beside_and_alone() -> None:
     ratios = {"train_alone_s": 1.05, "decode_alone_s": 1.05, "train_beside_s": 0.17, "decode_beside_s": 0.09}
     h = run_all.HEADLINES["cpu_sharing.py"]({"ratios": ratios})
