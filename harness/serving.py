@@ -65,12 +65,16 @@ def vllm_args(checkpoint: Path, name: str, port: int, serving: ServingSpec) -> l
     ]
     if serving.enforce_eager:
         args.append("--enforce-eager")
+    if serving.kv_cache_gib is not None:
+        args += ["--kv-cache-memory-bytes", str(int(serving.kv_cache_gib * 2**30))]
     return args + list(serving.extra_args)
 
 
 def server_env(serving: ServingSpec | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", str((serving or ServingSpec()).cpu_kv_cache_gib))
+    serving = serving or ServingSpec()
+    if serving.kv_cache_gib is None:  # (set, vLLM would take this variable over the size in the arguments)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(serving.cpu_kv_cache_gib))
     # Development endpoints (in-place weight reload, prefix-cache reset) for ModelServer.load; the server listens
     # on the loopback interface only (or inside its container).
     env.setdefault("VLLM_SERVER_DEV_MODE", "1")

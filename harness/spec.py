@@ -225,6 +225,12 @@ class ServingSpec(StrictModel):
         description="KV-cache memory of a server on a CPU, in whole GiB (vLLM's VLLM_CPU_KVCACHE_SPACE, which the "
         "environment overrides); it must hold one max_model_len sequence, and concurrent rollouts share it.",
     )
+    kv_cache_gib: PositiveFloat | None = Field(
+        None,
+        description="KV-cache memory of the server in GiB, fractions allowed, on any device (vLLM's "
+        "--kv-cache-memory-bytes; on a GPU it replaces the share set by --gpu-memory-utilization). Set, it replaces "
+        "cpu_kv_cache_gib; VLLM_CPU_KVCACHE_SPACE in the environment still overrides it on a CPU.",
+    )
     reload_weights: bool = Field(
         True,
         description="Serve a new checkpoint of the same model by loading its weights into the running server "

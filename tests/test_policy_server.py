@@ -22,7 +22,7 @@ from harness.spec import ServingSpec
 pytestmark = pytest.mark.slow
 
 PROMPT = "Tom has 3 boxes of 12 apples and gives away 5 apples. How many apples does he have left?"
-SERVING = ServingSpec(dtype="float32", cpu_kv_cache_gib=1, max_model_len=1024)
+SERVING = ServingSpec(dtype="float32", kv_cache_gib=0.25, max_model_len=1024)
 
 
 def greedy(server: ModelServer) -> tuple[str, list[float]]:
@@ -130,12 +130,19 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
 
 
 def test_server_environment_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.serving import server_env
+    from harness.serving import server_env, vllm_args
 
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
-    env = server_env(SERVING)
+    whole = ServingSpec(cpu_kv_cache_gib=1)
+    env = server_env(whole)
     assert env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert "--kv-cache-memory-bytes" not in vllm_args(Path("m"), "m", 1, whole)
     assert "PYTHONPATH" not in env
+    # a size in GiB with fractions: vLLM's argument, and not the variable, which vLLM would take over it
+    assert "VLLM_CPU_KVCACHE_SPACE" not in server_env(SERVING)
+    args = vllm_args(Path("m"), "m", 1, SERVING)
+    assert args[args.index("--kv-cache-memory-bytes") + 1] == str(2**28)
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")  # the user's environment wins
     assert server_env(SERVING)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
