@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,8 +62,6 @@ class Runner:
         """The run's policy model server (one process for every phase; see :mod:`harness.policy_server`)."""
         self.memory = TreeSampler(os.getpid())
         """Peak memory of this process and its children over the run (the manifest's ``resources``)."""
-        self._trainer: tuple[Any, TrainRequest] | None = None
-        self._train_progress: Callable[[int, int, dict[str, float]], None] = lambda *_: None
 
     # -- phases -----------------------------------------------------------------------------------------------
 
@@ -120,8 +118,6 @@ class Runner:
                     self.spec, state.run_dir, stack, self.backend, self.labels, self.console
                 )
             self._finished(state, "setup")
-            if plan.train == "run" and plan.baseline == "run":
-                self._prestart(state, base_model)
             checkpoint = self.options.checkpoint or base_model
             if plan.baseline == "reuse":
                 state.before = self._reuse(state, eval_tasks, "before")
@@ -285,40 +281,8 @@ class Runner:
             settings = self._settings(server.endpoint.base_url, temperature, n, trace)
             return asyncio.run(evaluate(self.bench, tasks, settings, out_path))
 
-    def _training(self, state: RunState, base_model: Path) -> tuple[Any, TrainRequest]:
-        """The engine and its request, made once: an engine with a ``prestart`` hook is started with them early."""
-        if self._trainer is None:
-            engine = get_engine(self.spec.training.engine)
-            request = TrainRequest(
-                spec=self.spec,
-                spec_path=self.spec_path,
-                base_model=base_model,
-                output_dir=state.run_dir / "train",
-                seed=self.seed,
-                log_path=state.run_dir / "train.log",
-                on_progress=lambda step, of, metrics: self._train_progress(step, of, metrics),
-                resume_from=state.run_dir / "train" if state.resumed_from else None,
-                backend=self.backend,
-                labels=self.labels,
-                ray_address=self.options.ray_address,
-                benchmark=self.bench,
-                tasks=self._train_tasks(),
-                collect=lambda *a: self._collect(state, *a),
-                simulator=self._simulator,
-            )
-            self._trainer = (engine, request)
-        return self._trainer
-
-    def _prestart(self, state: RunState, base_model: Path) -> None:
-        """Start an engine's trainer now if it can wait for its turn (``prestart``): it gets ready during the
-        baseline evaluation instead of after it."""
-        engine, request = self._training(state, base_model)
-        prestart = getattr(engine, "prestart", None)
-        if prestart is not None:
-            prestart(request)
-
     def _train(self, state: RunState, base_model: Path) -> Path:
-        engine, request = self._training(state, base_model)
+        engine = get_engine(self.spec.training.engine)
         assert self.policy is not None
         self.policy.before_training(
             engine_uses_server=bool(getattr(engine, "uses_policy_server", False)),
@@ -332,8 +296,25 @@ class Runner:
                 desc = f"training ({engine.name}) reward {metrics.get('reward_mean', 0.0):.3f}"
                 progress.update(bar, completed=step, total=of, description=desc)
 
-            self._train_progress = on_progress
-            result = engine.train(request)
+            result = engine.train(
+                TrainRequest(
+                    spec=self.spec,
+                    spec_path=self.spec_path,
+                    base_model=base_model,
+                    output_dir=state.run_dir / "train",
+                    seed=self.seed,
+                    log_path=state.run_dir / "train.log",
+                    on_progress=on_progress,
+                    resume_from=state.run_dir / "train" if state.resumed_from else None,
+                    backend=self.backend,
+                    labels=self.labels,
+                    ray_address=self.options.ray_address,
+                    benchmark=self.bench,
+                    tasks=self._train_tasks(),
+                    collect=lambda *a: self._collect(state, *a),
+                    simulator=self._simulator,
+                )
+            )
         timing.mark("train_done")
         # The evaluation's server boots while the checkpoint is hashed and the training phase is recorded.
         self.policy.prepare(result.checkpoint, state.run_dir / "server-after.log")

@@ -73,9 +73,6 @@ class Engine(Protocol):
     # Optional: ``starts_while_server_stops: ClassVar[bool]`` -- True for an engine whose trainer may start while that
     # server is still shutting down (a CPU trainer, whose memory peaks long after its start); default False (the
     # server is gone before the trainer starts: a GPU trainer measures free accelerator memory when it starts).
-    # Optional: ``prestart(request) -> None`` -- start the trainer before its phase and hold it until ``train`` is
-    # called with the same request: the runner calls it after set-up when a baseline evaluation runs first, so the
-    # trainer's imports and model loading overlap that evaluation. Without it, the trainer starts in ``train``.
     # Optional: ``check(spec, bench) -> None`` (a static method) -- raises SpecError when the benchmark cannot train
     # with this engine as configured (missing hooks, unknown shaping terms); the runner calls it before anything
     # starts.

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.engines.base import TrainRequest, TrainResult, register_engine
-from harness.engines.child import Trainer, request_job, require_checkpoint, start_trainer, write_job
+from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
 from harness.engines.shaping import LENGTH_PENALTY, Shaping
 from harness.errors import SpecError
 
@@ -106,23 +106,24 @@ class TrlGrpoEngine:
             )
         shaping_of(TrlGrpoConfig.model_validate(spec.training.config)).check(bench)
 
-    def __init__(self) -> None:
-        self._held: tuple[Trainer, Path | None] | None = None
-
-    def prestart(self, request: TrainRequest) -> None:
-        """Start the trainer now, held: it imports its libraries and loads the model while an earlier phase runs
-        (the baseline evaluation), and trains when :meth:`train` is called with the same request."""
-        self._held = self._start(request, held=True)
-
     def train(self, request: TrainRequest) -> TrainResult:
         config = TrlGrpoConfig.model_validate(request.spec.training.config)
-        held, self._held = self._held, None
-        if held is not None and held[0].request is not request:  # started for another request: not this one
-            held[0].stop()
-            held = None
-        trainer, resume = held or self._start(request)
+        request.output_dir.mkdir(parents=True, exist_ok=True)
+        resume = last_checkpoint(request.resume_from / "trainer") if request.resume_from else None
+        job = write_job(
+            request.output_dir / "train-request.json",
+            request_job(request, resume_from_checkpoint=str(resume) if resume else ""),
+        )
         start = time.monotonic()
-        metrics = trainer.follow(config.max_steps)
+        metrics = run_trainer(
+            request,
+            what="trl-grpo training",
+            module="harness.engines.trl_worker",
+            job=job,
+            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
+            env={"TRL_EXPERIMENTAL_SILENCE": os.environ.get("TRL_EXPERIMENTAL_SILENCE", "1")},
+            total_steps=config.max_steps,
+        )
         checkpoint = require_checkpoint(request.output_dir / "checkpoint", "trl-grpo training", request.log_path)
         for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the
             shutil.rmtree(saved, ignore_errors=True)  # optimizer state is twice the model's size
@@ -137,25 +138,6 @@ class TrlGrpoEngine:
             wall_s=time.monotonic() - start,
             resumed_from_step=checkpoint_step(resume) if resume else 0,
         )
-
-    @staticmethod
-    def _start(request: TrainRequest, held: bool = False) -> tuple[Trainer, Path | None]:
-        request.output_dir.mkdir(parents=True, exist_ok=True)
-        resume = last_checkpoint(request.resume_from / "trainer") if request.resume_from else None
-        job = write_job(
-            request.output_dir / "train-request.json",
-            request_job(request, resume_from_checkpoint=str(resume) if resume else ""),
-        )
-        trainer = start_trainer(
-            request,
-            what="trl-grpo training",
-            module="harness.engines.trl_worker",
-            job=job,
-            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
-            env={"TRL_EXPERIMENTAL_SILENCE": os.environ.get("TRL_EXPERIMENTAL_SILENCE", "1")},
-            held=held,
-        )
-        return trainer, resume
 
 
 CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt", "config.json")

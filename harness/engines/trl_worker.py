@@ -13,11 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines.child import progress_line, wait_for_start
+from harness.engines.child import progress_line
 from harness.engines.trl_grpo import TrlGrpoConfig, load_request, shaping_of
-
-STARTED_BY = os.getppid()
-"""The process that started this worker, as first seen (a held worker exits if it goes away)."""
 
 
 def _final_text(completion: Any) -> str:
@@ -162,8 +159,6 @@ def main(job_path: str) -> int:
     resume = job.get("resume_from_checkpoint") or None
     if resume:
         print(f"resuming from {resume}", flush=True)
-    wait_for_start(job, STARTED_BY)  # started early (during the baseline evaluation): train when the run says so
-    Progress.last = time.monotonic()
     trainer.train(resume_from_checkpoint=resume)
     checkpoint = out / "checkpoint"
     trainer.save_model(str(checkpoint))
