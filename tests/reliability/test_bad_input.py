@@ -100,8 +100,8 @@ CORPUS: list[tuple[str, Callable[[], bytes], str | None, str]] = [
     ("duplicate key", _appended("\nevaluation: {limit: 2}\n"), None, "duplicate key 'evaluation'"),
     ("reserved key", _text(lambda d: _set(d, "profile", "x")), None, "profile: reserved key"),
     # wrong types
-    ("wrong type", _text(lambda d: _set(d, "evaluation.concurrency", "eight")), None, "evaluation.concurrency"),
-    ("bool for int", _text(lambda d: _set(d, "evaluation.concurrency", True)), None, "evaluation.concurrency"),
+    ("wrong type", _text(_in_smoke("evaluation", "concurrency", "eight")), None, "evaluation.concurrency"),
+    ("bool for int", _text(_in_smoke("evaluation", "concurrency", True)), None, "evaluation.concurrency"),
     ("float for int", _text(lambda d: _set(d, "agent.max_turns", 1.5)), None, "agent.max_turns"),
     ("int for text", _text(lambda d: _set(d, "agent.instructions", 42)), None, "agent.instructions"),
     ("text for list", _text(lambda d: _set(d, "serving.extra_args", "--x")), None, "serving.extra_args"),
@@ -153,7 +153,7 @@ CORPUS: list[tuple[str, Callable[[], bytes], str | None, str]] = [
     ("hash not text", _text(lambda d: _set(d, "dataset.splits.train.sha256", 123)), None, "sha256"),
     # sizes and numbers
     ("negative size", _text(lambda d: _set(d, "evaluation.samples_per_task", -1)), None, "samples_per_task"),
-    ("zero concurrency", _text(lambda d: _set(d, "evaluation.concurrency", 0)), None, "evaluation.concurrency"),
+    ("zero concurrency", _text(_in_smoke("evaluation", "concurrency", 0)), None, "evaluation.concurrency"),
     ("zero limit", _text(lambda d: _set(d, "evaluation.limit", 0)), None, "evaluation.limit"),
     ("negative max_tokens", _text(_in_smoke("evaluation", "max_tokens", -5)), None, "evaluation.max_tokens"),
     ("negative retries", _text(lambda d: _set(d, "evaluation.retries", -1)), None, "evaluation.retries"),
