@@ -70,8 +70,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def _format_validation_error(path: Path, err: ValidationError) -> str:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
-    msg = first["msg"]
+    parts = [str(p) for p in first["loc"] if not str(p).startswith("function-")]
+    loc = ".".join(p if p.isprintable() else repr(p) for p in parts)  # a key with a line break stays on one line
+    msg = first["msg"].replace("\n", "\\n")
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
     elif first["type"] == "missing":

@@ -95,6 +95,7 @@ CORPUS: list[tuple[str, Callable[[], bytes], str | None, str]] = [
     ("unknown top-level key", _text(lambda d: _set(d, "colour", "blue")), None, "colour: unknown key"),
     ("unknown nested key", _text(lambda d: _set(d, "evaluation.temprature", 0.1)), None, "evaluation.temprature"),
     ("unknown engine key", _text(_in_smoke("training.config", "max_step", 2)), None, "training.config.max_step"),
+    ("key with a line break", _text(_in_smoke("training.config", "\n", None)), None, "training.config.'\\n'"),
     ("unknown serving key", _text(lambda d: _set(d, "serving.gpus", 2)), None, "serving.gpus: unknown key"),
     ("non-string key", _text(lambda d: _set(d, "evaluation.1", 2)), None, "evaluation"),
     ("duplicate key", _appended("\nevaluation: {limit: 2}\n"), None, "duplicate key 'evaluation'"),
