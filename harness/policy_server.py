@@ -23,6 +23,7 @@ from pathlib import Path
 
 from harness.backends.base import Backend
 from harness.errors import ServingError
+from harness.precision import serving_dtype
 from harness.serving import ModelServer, launch
 from harness.spec import ServingSpec
 
@@ -155,8 +156,9 @@ class PolicyServer:
         self._stopping.clear()
 
     def describe(self) -> dict[str, object]:
-        """For the manifest: how many servers were started and how the weights were swapped."""
+        """For the manifest: the dtype served, how many servers were started and how the weights were swapped."""
         return {
+            "dtype": serving_dtype(self.serving.dtype),
             "starts": self.starts,
             "weight_loads": len(self.loads),
             "weight_load_s": [round(s, 2) for s in self.loads],

@@ -163,6 +163,7 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
             "steps": state.train_steps,
             "resumed_from_step": state.train_resumed_step,
             "tensorboard": _tensorboard_dir(state.run_dir),
+            "precision": _train_info(state.run_dir).get("precision", ""),
         },
         "backend": ctx.backend,
         "user_simulator": state.simulator or None,
@@ -195,6 +196,15 @@ def _keep_earlier_manifest(path: Path, run_id: str) -> None:
         return
     if earlier and earlier != run_id and "/" not in earlier:
         path.replace(path.with_name(f"manifest-{earlier}.json"))
+
+
+def _train_info(run_dir: Path) -> dict[str, Any]:
+    """What the engine wrote beside the trained checkpoint (``harness-train.json``: steps, seed, precision)."""
+    try:
+        info = json.loads((run_dir / "train" / "checkpoint" / "harness-train.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _tensorboard_dir(run_dir: Path) -> str:

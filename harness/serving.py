@@ -20,6 +20,7 @@ import httpx
 from harness.backends.base import Backend, Handle, LaunchSpec
 from harness.cores import share_cores
 from harness.errors import ServingError
+from harness.precision import serving_dtype
 from harness.spec import ServingSpec
 
 POLL_S = 0.25
@@ -55,7 +56,7 @@ def vllm_args(checkpoint: Path, name: str, port: int, serving: ServingSpec) -> l
         "--max-model-len",
         str(serving.max_model_len),
         "--dtype",
-        serving.dtype,
+        serving_dtype(serving.dtype),
         "--enable-auto-tool-choice",
         "--tool-call-parser",
         serving.tool_call_parser,

@@ -215,7 +215,12 @@ class UserSimulatorSpec(StrictModel):
 class ServingSpec(StrictModel):
     engine: Literal["vllm"] = "vllm"
     max_model_len: PositiveInt = 4096
-    dtype: Literal["auto", "bfloat16", "float32", "float16"] = "auto"
+    dtype: Literal["auto", "native", "bfloat16", "float32", "float16"] = Field(
+        "auto",
+        description="Weights and activations of the served model. auto: the checkpoint's own. native: bfloat16 "
+        "where the CPU computes it natively (AVX512-BF16 or AMX on x86, BF16 on Arm), else float32, which every CPU "
+        "runs at full speed; on a machine with a GPU, auto (harness.precision). Recorded in the run's manifest.",
+    )
     tool_call_parser: str = "hermes"
     enforce_eager: bool = True
     startup_timeout_s: PositiveFloat = 600.0

@@ -80,6 +80,7 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
     assert row["dataset_sha256"].startswith("273f2b1c")
     assert float(row["wall_train_s"]) > 0 and float(row["wall_eval_s"]) > 0
     # results are keyed by benchmark version; the folder the run saw is hashed into the row
+    from harness.precision import cpu_dtype
     from harness.provenance import folder_hash
 
     assert row["benchmark_version"] == "1"
@@ -102,6 +103,9 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
     assert resources["peak_phase"] in ("setup", "baseline", "train", "eval") and resources["peak_top"]
     # trl-grpo trains without the model server: it is stopped for training, another serves the trained model
     assert manifest["serving"]["starts"] == 2 and manifest["serving"]["weight_loads"] == 0
+    # the smoke profile's `native` precision: bfloat16 on a CPU that computes it, else float32, served and trained
+    native = cpu_dtype("native")
+    assert manifest["serving"]["dtype"] == manifest["engine"]["precision"] == native
     run_dir = tmp_path / "artifacts" / "runs" / row["run_id"]
     for name in ("rollouts-before.jsonl", "rollouts-after.jsonl", "train.log", "server-before.log", "manifest.json"):
         assert (run_dir / name).exists(), name

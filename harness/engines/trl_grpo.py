@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -61,6 +61,12 @@ class TrlGrpoConfig(BaseModel):
     )
     gradient_checkpointing: bool = Field(
         False, description="Recompute activations in the backward pass: less memory, about a third more compute."
+    )
+    precision: Literal["float32", "bfloat16", "native"] = Field(
+        "float32",
+        description="Arithmetic of the forward and backward passes. bfloat16: mixed precision (bf16 autocast; "
+        "weights, gradients and optimizer state stay float32); native: bfloat16 where the CPU computes it natively "
+        "(AVX512-BF16 or AMX on x86, BF16 on Arm), else float32. Recorded with the checkpoint and in the manifest.",
     )
     torch_threads: int | None = Field(None, gt=0)
     save_steps: int = Field(

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.engines.child import progress_line
 from harness.engines.trl_grpo import TrlGrpoConfig, load_request, shaping_of
+from harness.precision import cpu_dtype
 
 
 def _final_text(completion: Any) -> str:
@@ -47,6 +48,8 @@ def main(job_path: str) -> int:
     seed = int(job["seed"])
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
+    precision = cpu_dtype(config.precision)
+    print(f"precision: {precision} (spec: {config.precision})", flush=True)
 
     mirror = Path(job["data_mirror"]) if job.get("data_mirror") else None
     rows, _ = load_split(spec.dataset, spec.training.split, mirror)
@@ -96,7 +99,7 @@ def main(job_path: str) -> int:
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
         use_cpu=True,
-        bf16=False,
+        bf16=precision == "bfloat16",  # mixed precision: the model and its optimizer state stay float32
         seed=seed,
         data_seed=seed,
         max_steps=config.max_steps,
@@ -164,7 +167,8 @@ def main(job_path: str) -> int:
     trainer.save_model(str(checkpoint))
     tokenizer.save_pretrained(str(checkpoint))
     (checkpoint / "harness-train.json").write_text(
-        json.dumps({"engine": "trl-grpo", "steps": trainer.state.global_step, "seed": seed}) + "\n"
+        json.dumps({"engine": "trl-grpo", "steps": trainer.state.global_step, "seed": seed, "precision": precision})
+        + "\n"
     )
     return 0
 
