@@ -1,8 +1,9 @@
-"""Two CPU-bound processes on the same cores: a trainer beside the model server, OpenMP's default wait policy
-against the passive one the harness sets (``harness/cores.py``).
+"""Two CPU-bound processes on the same cores: a trainer beside the model server, under OpenMP's default wait
+policy, the passive one and the harness's short spin (``harness/cores.py``).
 
-Measured in the same run, for each policy (``OMP_WAIT_POLICY`` unset, then ``PASSIVE``; the order alternates with
-``--repeat``), on the smoke profile's checkpoint and serving arguments (``harness.serving.launch``):
+Measured in the same run, for each policy (OpenMP's default; ``OMP_WAIT_POLICY=PASSIVE``; the harness's
+``GOMP_SPINCOUNT``; more spin counts with ``--spin``; the order alternates with ``--repeat``), on the smoke
+profile's checkpoint and serving arguments (``harness.serving.launch``):
 
 * decode alone: eight concurrent chat requests of exactly ``--tokens`` tokens (greedy, ``ignore_eos``), the wall
   time until all have answered (median of two rounds);
@@ -10,9 +11,10 @@ Measured in the same run, for each policy (``OMP_WAIT_POLICY`` unset, then ``PAS
   harness environment's Python -- the kernels of a GRPO update -- while the server idles;
 * both at once: the same training while the decode rounds repeat; the training's time and the median round.
 
-Prints each figure and the ratios (passive / OpenMP default; below 1 is faster).
+Prints each figure and the ratios of each policy to OpenMP's default (below 1 is faster).
 
-Run: ``python bench/cpu_sharing.py [--repeat 1] [--steps 8] [--tokens 64]``.
+Run: ``python bench/cpu_sharing.py [--repeat 1] [--steps 8] [--tokens 64] [--spin 2000,5000]`` (``--spin``: more
+spin counts to measure).
 """
 
 from __future__ import annotations
@@ -34,7 +36,12 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from cpu_executor import decode  # noqa: E402
 
-POLICIES = {"OpenMP default": "", "passive (harness default)": "PASSIVE"}
+POLICIES = {
+    "OpenMP default": {"OMP_WAIT_POLICY": ""},
+    "passive": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": ""},
+    "short spin (harness default)": {},
+}
+"""Environment per policy; empty values are removed (OpenMP's own default); {} is what harness.cores sets."""
 
 TRAIN = """
 import sys, time, torch
@@ -69,12 +76,14 @@ def finished(proc: subprocess.Popen[str]) -> float:
     return float(out.strip().splitlines()[-1])
 
 
-def one(checkpoint: Path, policy: str, tmp: Path, steps: int, tokens: int) -> dict[str, float]:
+def one(checkpoint: Path, policy: dict[str, str], tmp: Path, steps: int, tokens: int) -> dict[str, float]:
     from harness.benchmark import open_benchmark
     from harness.serving import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
-    os.environ["OMP_WAIT_POLICY"] = policy  # harness.cores: empty leaves OpenMP's own default
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        os.environ.pop(name, None)
+    os.environ.update(policy)  # harness.cores: an empty OMP_WAIT_POLICY leaves OpenMP's own default
     server = launch(checkpoint, spec.model.name, spec.serving, tmp / f"vllm-{time.time_ns()}.log")
     try:
         server.wait_ready(spec.serving.startup_timeout_s)
@@ -93,7 +102,8 @@ def one(checkpoint: Path, policy: str, tmp: Path, steps: int, tokens: int) -> di
         }
     finally:
         server.stop()
-        os.environ.pop("OMP_WAIT_POLICY", None)
+        for name in policy:
+            os.environ.pop(name, None)
 
 
 def main() -> None:
@@ -101,8 +111,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--spin", default="", help="also measure these GOMP_SPINCOUNT values (comma-separated)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    for count in filter(None, args.spin.split(",")):
+        POLICIES[f"spin {count}"] = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": count}
 
     from harness.benchmark import open_benchmark
     from harness.models import prepare_model
@@ -128,12 +141,13 @@ def main() -> None:
             f"  {name:27} alone: train {m['train_alone_s']:6.1f} s  decode {m['decode_alone_s']:5.1f} s   "
             f"beside: train {m['train_beside_s']:6.1f} s  decode {m['decode_beside_s']:5.1f} s"
         )
-    base, ours = med[next(iter(POLICIES))], med[list(POLICIES)[1]]
-    ratios = {k: ours[k] / base[k] for k in base}
-    print(
-        "  ratio (passive / OpenMP default): "
-        + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f}" for k, v in ratios.items())
-    )
+    base = med[next(iter(POLICIES))]
+    ratios = {name: {k: m[k] / base[k] for k in base} for name, m in med.items() if m is not base}
+    for name, r in ratios.items():
+        print(
+            f"  ratio ({name} / OpenMP default): "
+            + ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f}" for k, v in r.items())
+        )
     if args.json:
         out = {"policies": figures, "steps": args.steps, "tokens": args.tokens, "ratios": ratios}
         args.json.write_text(json.dumps(out, indent=2) + "\n")

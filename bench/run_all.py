@@ -30,11 +30,16 @@ SCRIPTS = [
     "compare_scale.py",
     "cpu_executor.py",
     "cpu_sharing.py",
+    "cpu_precision.py",
     "eval_concurrency.py",
     "startup.py",
     "eval_throughput.py",
     "smoke_run.py",
 ]
+
+
+HARNESS_POLICY = "short spin (harness default)"
+"""cpu_sharing.py's name for the policy harness.cores sets."""
 
 
 @dataclass(frozen=True)
@@ -82,15 +87,26 @@ def _executor(f: dict[str, Any]) -> Headline:
 
 
 def _sharing(f: dict[str, Any]) -> Headline:
-    r = f["ratios"]
+    r = f["ratios"][HARNESS_POLICY]
     alone = max(float(r["train_alone_s"]), float(r["decode_alone_s"]))
     beside = max(float(r["train_beside_s"]), float(r["decode_beside_s"]))
     return Headline(
-        "trainer beside the CPU model server, OMP_WAIT_POLICY=PASSIVE / OpenMP default (median)",
+        "trainer beside the CPU model server, the harness's OpenMP wait (short spin) / OpenMP default (median)",
         f"beside: train {float(r['train_beside_s']):.2f}, decode {float(r['decode_beside_s']):.2f}; "
         f"alone: train {float(r['train_alone_s']):.2f}, decode {float(r['decode_alone_s']):.2f}",
         "< 1 beside, <= 1.10 alone",
         beside < 1 and alone <= 1.1,
+    )
+
+
+def _precision(f: dict[str, Any]) -> Headline:
+    e, t = float(f["eval_ratio"]), float(f["train_ratio"])
+    native = f["native"]
+    return Headline(
+        f"smoke run in bfloat16 / float32 on this CPU (native: {native}; median)",
+        f"evaluation {e:.2f}, training {t:.2f}",
+        "< 1 where native is bfloat16",
+        native != "bfloat16" or (e < 1 and t < 1),
     )
 
 
@@ -164,6 +180,7 @@ HEADLINES: dict[str, Callable[[dict[str, Any]], Headline | list[Headline]]] = {
     "compare_scale.py": _compare,
     "cpu_executor.py": _executor,
     "cpu_sharing.py": _sharing,
+    "cpu_precision.py": _precision,
     "eval_concurrency.py": _concurrency,
     "startup.py": _startup,
     "eval_throughput.py": _eval,

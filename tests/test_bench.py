@@ -229,10 +229,23 @@ def test_eval_concurrency_headline_needs_a_faster_run_with_the_same_answers() ->
 
 def test_cpu_sharing_headline_needs_both_beside_and_alone() -> None:
     ratios = {"train_alone_s": 1.05, "decode_alone_s": 1.05, "train_beside_s": 0.17, "decode_beside_s": 0.09}
-    h = run_all.HEADLINES["cpu_sharing.py"]({"ratios": ratios})
+    passive = {"train_alone_s": 1.2, "decode_alone_s": 1.4, "train_beside_s": 0.1, "decode_beside_s": 0.1}
+
+    def headline(ours: dict[str, float]) -> run_all.Headline:
+        return run_all.HEADLINES["cpu_sharing.py"]({"ratios": {"passive": passive, run_all.HARNESS_POLICY: ours}})
+
+    h = headline(ratios)
     assert h.met and h.measured == "beside: train 0.17, decode 0.09; alone: train 1.05, decode 1.05"
-    assert not run_all.HEADLINES["cpu_sharing.py"]({"ratios": {**ratios, "decode_alone_s": 1.3}}).met
-    assert not run_all.HEADLINES["cpu_sharing.py"]({"ratios": {**ratios, "train_beside_s": 1.0}}).met
+    assert not headline({**ratios, "decode_alone_s": 1.3}).met
+    assert not headline({**ratios, "train_beside_s": 1.0}).met
+
+
+def test_cpu_precision_headline_needs_both_phases_faster_where_bf16_is_native() -> None:
+    f = {"native": "bfloat16", "eval_ratio": 0.65, "train_ratio": 0.82}
+    h = run_all.HEADLINES["cpu_precision.py"](f)
+    assert h.met and h.measured == "evaluation 0.65, training 0.82"
+    assert not run_all.HEADLINES["cpu_precision.py"]({**f, "train_ratio": 1.01}).met
+    assert run_all.HEADLINES["cpu_precision.py"]({**f, "native": "float32", "train_ratio": 3.0}).met
 
 
 def test_smoke_run_headlines_one_per_target() -> None:

@@ -1,6 +1,6 @@
-"""The model servers and trainers the harness starts let OpenMP's waiting threads sleep (harness.cores), unless the
-user's environment names a wait policy. (A running vLLM server's /proc/<pid>/environ cannot show it: vLLM sets its
-process titles over the environment block.)"""
+"""The model servers and trainers the harness starts let OpenMP's waiting threads spin briefly, then sleep
+(harness.cores), unless the user's environment names a wait policy or a spin count. (A running vLLM server's
+/proc/<pid>/environ cannot show it: vLLM sets its process titles over the environment block.)"""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ from harness.benchmark import open_benchmark
 from harness.engines.base import TrainRequest
 from harness.engines.child import PROGRESS_PREFIX, run_trainer
 
-REPORT = f"import json, os; print({PROGRESS_PREFIX!r} + json.dumps({{'omp': os.environ.get('OMP_WAIT_POLICY')}}))"
+REPORT = (
+    f"import json, os; print({PROGRESS_PREFIX!r} + json.dumps("
+    "{'omp': os.environ.get('OMP_WAIT_POLICY'), 'spin': os.environ.get('GOMP_SPINCOUNT')}))"
+)
+HARNESS_POLICY = {"omp": "PASSIVE", "spin": "5000"}
 
 
 class ReportingBackend(LocalBackend):
@@ -28,7 +32,7 @@ class ReportingBackend(LocalBackend):
         return super().launch(replace(spec, argv=["-c", REPORT]))
 
 
-def _trainer_policy(tmp_path: Path) -> str | None:
+def _trainer_policy(tmp_path: Path) -> dict[str, str | None]:
     spec, path, _ = open_benchmark("math", "smoke")
     request = TrainRequest(
         spec=spec,
@@ -42,35 +46,45 @@ def _trainer_policy(tmp_path: Path) -> str | None:
     job = tmp_path / "job.json"
     job.write_text("{}")
     records = run_trainer(request, what="test training", module="unused", job=job, mounts=())
-    return records[0]["omp"]
+    return {"omp": records[0]["omp"], "spin": records[0]["spin"]}
 
 
-def test_a_trainer_starts_with_the_passive_wait_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert _trainer_policy(tmp_path) == "PASSIVE"
-    assert "OMP_WAIT_POLICY" not in os.environ  # the harness's own environment is left alone
-
-
-def test_the_users_wait_policy_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _server_policy() -> dict[str, str | None]:
     from harness.serving import server_env
 
+    env = server_env()
+    return {"omp": env.get("OMP_WAIT_POLICY"), "spin": env.get("GOMP_SPINCOUNT")}
+
+
+@pytest.fixture(autouse=True)
+def _no_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_trainer_starts_with_the_short_spin(tmp_path: Path) -> None:
+    assert _trainer_policy(tmp_path) == HARNESS_POLICY
+    assert "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ  # the harness's own is left
+
+
+def test_the_users_wait_policy_or_spin_count_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    assert _trainer_policy(tmp_path) == "ACTIVE"
-    assert server_env()["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert _trainer_policy(tmp_path) == _server_policy() == {"omp": "ACTIVE", "spin": None}
     monkeypatch.setenv("OMP_WAIT_POLICY", "")  # set but empty: OpenMP's own default, nothing passed on
-    assert _trainer_policy(tmp_path) is None and "OMP_WAIT_POLICY" not in server_env()
+    assert _trainer_policy(tmp_path) == _server_policy() == {"omp": None, "spin": None}
     monkeypatch.delenv("OMP_WAIT_POLICY")
-    assert server_env()["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("GOMP_SPINCOUNT", "0")  # a spin count alone: the policy is left to OpenMP
+    assert _trainer_policy(tmp_path) == _server_policy() == {"omp": None, "spin": "0"}
+    monkeypatch.delenv("GOMP_SPINCOUNT")
+    assert _server_policy() == HARNESS_POLICY
 
 
-def test_a_model_server_is_launched_with_the_passive_wait_policy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_model_server_is_launched_with_the_short_spin(tmp_path: Path) -> None:
     from harness.serving import launch
 
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     spec, _, _ = open_benchmark("math", "smoke")
     backend = ReportingBackend()
     server = launch(tmp_path, "policy", spec.serving, tmp_path / "server.log", backend=backend)
     server.stop()
-    assert backend.launched.role == "server" and backend.launched.env["OMP_WAIT_POLICY"] == "PASSIVE"
+    env = backend.launched.env
+    assert backend.launched.role == "server" and (env["OMP_WAIT_POLICY"], env["GOMP_SPINCOUNT"]) == ("PASSIVE", "5000")
