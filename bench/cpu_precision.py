@@ -1,7 +1,7 @@
 """The smoke run in bfloat16 against float32 on this CPU: its evaluation (served by vLLM) and its GRPO training.
 
-The smoke profile asks for ``native`` precision (``harness/precision.py``): bfloat16 where the CPU computes it in
-hardware, else float32. This measures both sides on the machine at hand, whatever ``native`` picks here:
+The smoke profile serves in ``native`` precision (``harness/precision.py``): bfloat16 where the CPU computes it in
+hardware, else float32; it trains in float32. This measures both phases in both dtypes on the machine at hand:
 
 * evaluation: one CPU model server per dtype (the smoke profile's serving arguments otherwise), the harness's own
   evaluation of the 20 math test tasks (agent, MCP calculator, greedy) against each; a first pass per server is a
@@ -73,13 +73,14 @@ def evaluation(spec: Any, bench: Any, tasks: list[Any], checkpoint: Path, tmp: P
 
 def _spec_with(precision: str, tmp: Path) -> Path:
     """A copy of the math benchmark whose smoke profile trains in ``precision``."""
+    import yaml
+
     folder = tmp / f"math-{precision}"
     shutil.copytree(REPO / "benchmarks" / "math", folder)
     path = folder / "spec.yaml"
-    text, n = re.subn(r"(\n\s+precision: )native\b", rf"\g<1>{precision}", path.read_text())
-    if n != 1:
-        raise SystemExit("the smoke profile no longer sets `precision: native`; update bench/cpu_precision.py")
-    path.write_text(text)
+    data = yaml.safe_load(path.read_text())
+    data["profiles"]["smoke"]["training"]["config"]["precision"] = precision
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 
 

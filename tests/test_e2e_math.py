@@ -103,9 +103,9 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
     assert resources["peak_phase"] in ("setup", "baseline", "train", "eval") and resources["peak_top"]
     # trl-grpo trains without the model server: it is stopped for training, another serves the trained model
     assert manifest["serving"]["starts"] == 2 and manifest["serving"]["weight_loads"] == 0
-    # the smoke profile's `native` precision: bfloat16 on a CPU that computes it, else float32, served and trained
-    native = cpu_dtype("native")
-    assert manifest["serving"]["dtype"] == manifest["engine"]["precision"] == native
+    # the smoke profile serves in `native` precision (bfloat16 on a CPU that computes it, else float32), trains in
+    # float32, and the manifest says which
+    assert (manifest["serving"]["dtype"], manifest["engine"]["precision"]) == (cpu_dtype("native"), "float32")
     run_dir = tmp_path / "artifacts" / "runs" / row["run_id"]
     for name in ("rollouts-before.jsonl", "rollouts-after.jsonl", "train.log", "server-before.log", "manifest.json"):
         assert (run_dir / name).exists(), name
