@@ -100,13 +100,14 @@ def _sharing(f: dict[str, Any]) -> Headline:
 
 
 def _precision(f: dict[str, Any]) -> Headline:
+    """The smoke profile serves in ``native`` precision (and trains in float32): the evaluation is the target."""
     e, t = float(f["eval_ratio"]), float(f["train_ratio"])
     native = f["native"]
     return Headline(
-        f"smoke run in bfloat16 / float32 on this CPU (native: {native}; median)",
-        f"evaluation {e:.2f}, training {t:.2f}",
+        f"smoke evaluation in bfloat16 / float32 on this CPU (native: {native}; median)",
+        f"evaluation {e:.2f} (training, which stays float32: {t:.2f})",
         "< 1 where native is bfloat16",
-        native != "bfloat16" or (e < 1 and t < 1),
+        native != "bfloat16" or e < 1,
     )
 
 
