@@ -216,7 +216,9 @@ class Tree:
             return
         for child in children:
             try:
-                self.seen.setdefault(child.pid, (child.create_time(), " ".join(child.cmdline())))
+                # refreshed while it runs: a child seen between its fork and its exec still shows the parent's
+                # command line (then a trainer would never be found by its module name)
+                self.seen[child.pid] = (child.create_time(), " ".join(child.cmdline()))
             except psutil.Error:
                 continue
 
