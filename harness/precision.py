@@ -1,9 +1,10 @@
 """The ``native`` precision of a spec: bfloat16 where the hardware computes it natively, else float32.
 
-A CPU with bf16 arithmetic (AVX512-BF16 or AMX on x86, BF16 on Arm) runs bf16 matrix products in hardware: on
-such a 2-core machine the smoke profile's 20 evaluation rollouts took 0.65 of float32's time, its GRPO steps
-about 0.8. A CPU without it emulates bf16 and runs several times slower than float32, whose kernels every CPU has.
-A GPU server keeps vLLM's ``auto`` (the checkpoint's own dtype). The value chosen is recorded in the manifest.
+A CPU with bf16 arithmetic (AVX512-BF16 or AMX on x86, BF16 on Arm) runs bf16 matrix products in hardware: on such a
+2-core machine the smoke profile's 20 evaluation rollouts took 0.55-0.67 of float32's time, its GRPO steps 0.83-1.03
+(``bench/cpu_precision.py``; so the smoke profile serves in ``native`` and trains in float32). A CPU without it
+emulates bf16 and runs several times slower than float32, whose kernels every CPU has. A GPU server keeps vLLM's
+``auto`` (the checkpoint's own dtype). The value chosen is recorded in the manifest.
 """
 
 from __future__ import annotations
