@@ -6,7 +6,7 @@ hardware, else float32; it trains in float32. This measures both phases in both 
 * evaluation: one CPU model server per dtype (the smoke profile's serving arguments otherwise), the harness's own
   evaluation of the 20 math test tasks (agent, MCP calculator, greedy) against each; a first pass per server is a
   warm-up, then the timed passes alternate (A B, B A, ...);
-* training: the trl-grpo worker of the smoke profile (2 GRPO steps on 8 tasks) once per precision per round, the
+* training: the trl-grpo worker of the smoke profile (its GRPO steps on 8 tasks) once per precision per round, the
   order alternating; the figure is the trainer's own wall time for its steps (``train_runtime``).
 
 Prints each side's times, the ratios (bfloat16 / float32; below 1 is faster) and how many of the 20 greedy answers
@@ -84,7 +84,7 @@ def _spec_with(precision: str, tmp: Path) -> Path:
     return path
 
 
-def training(checkpoint: Path, tmp: Path, repeat: int) -> dict[str, list[float]]:
+def training(checkpoint: Path, tmp: Path, repeat: int, steps: int) -> dict[str, list[float]]:
     from harness.cores import share_cores
 
     runtimes: dict[str, list[float]] = {d: [] for d in DTYPES}
@@ -120,7 +120,7 @@ def training(checkpoint: Path, tmp: Path, repeat: int) -> dict[str, list[float]]
                 tail = (done.stdout + done.stderr)[-2000:]
                 raise SystemExit(f"the {d} training failed (exit {done.returncode}):\n{tail}")
             runtimes[d].append(float(found.group(1)))
-            print(f"  round {r + 1} training {d}: 2 GRPO steps in {runtimes[d][-1]:.1f} s", flush=True)
+            print(f"  round {r + 1} training {d}: {steps} GRPO step(s) in {runtimes[d][-1]:.1f} s", flush=True)
     return runtimes
 
 
@@ -140,16 +140,17 @@ def main() -> None:
     tasks = bench.tasks(rows)
     checkpoint = prepare_model(spec.model)
     native = cpu_dtype("native")
+    steps = int(spec.training.config["max_steps"])
     with tempfile.TemporaryDirectory(prefix="cpu-precision-") as tmp_name:
         tmp = Path(tmp_name)
         ev = evaluation(spec, bench, tasks, checkpoint, tmp, args.repeat)
-        tr = training(checkpoint, tmp, args.repeat)
+        tr = training(checkpoint, tmp, args.repeat, steps)
     med_e = {d: statistics.median(ev["walls_s"][d]) for d in DTYPES}
     med_t = {d: statistics.median(tr[d]) for d in DTYPES}
     eval_ratio, train_ratio = med_e["bfloat16"] / med_e["float32"], med_t["bfloat16"] / med_t["float32"]
     print(f"cpu precision: smoke run on {os.cpu_count()} cores, {args.repeat} round(s) (median); native: {native}")
     for d in DTYPES:
-        print(f"  {d:9} evaluation of {ev['tasks']} tasks {med_e[d]:5.1f} s   2 GRPO steps {med_t[d]:5.1f} s")
+        print(f"  {d:9} evaluation of {ev['tasks']} tasks {med_e[d]:5.1f} s   {steps} GRPO step(s) {med_t[d]:5.1f} s")
     print(f"  ratio (bfloat16 / float32): evaluation {eval_ratio:.2f}, training {train_ratio:.2f}")
     print(f"  same final answer in {ev['same_answers']} of {ev['tasks']} tasks")
     if args.json:
