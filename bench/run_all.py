@@ -24,6 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 SCRIPTS = [
     "tool_overhead.py",
@@ -222,6 +223,14 @@ def summary_markdown(stamp: str, machine: list[str], runs: list[ScriptRun]) -> s
     return "\n".join(lines)
 
 
+def speed_line(when: str) -> str:
+    """The machine's memory bandwidth and matmul rate now (``bench/machine_speed.py``): a shared VM drifts."""
+    from machine_speed import describe, measure
+
+    figures = measure()
+    return f"speed at {when}: {describe(figures) if figures else 'not measured (machine_speed.py failed)'}"
+
+
 def machine_lines() -> list[str]:
     from harness.provenance import cpu_model, git_state
 
@@ -230,6 +239,7 @@ def machine_lines() -> list[str]:
     return [
         f"machine: {os.cpu_count()} cores, {cpu_model()}",
         f"load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min)",
+        speed_line("the start"),
         f"commit: {commit}{' (dirty)' if dirty else ''}",
     ]
 
@@ -257,7 +267,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         runs = [run_script(s, Path(tmp)) for s in sys.argv[1:] or SCRIPTS]
     load = os.getloadavg()
-    machine.insert(2, f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
+    machine[2:2] = [f"load average at the end: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"]
+    machine[4:4] = [speed_line("the end")]
     path = out_dir / f"{stamp}.md"
     path.write_text(summary_markdown(stamp, machine, runs))
     print(f"summary: {path}")

@@ -23,6 +23,7 @@ eval_throughput = load_module(REPO / "bench" / "eval_throughput.py", "bench_eval
 startup = load_module(REPO / "bench" / "startup.py", "bench_startup")
 run_all = load_module(REPO / "bench" / "run_all.py", "bench_run_all")
 tool_schema = load_module(REPO / "bench" / "tool_schema.py", "bench_tool_schema")
+machine_speed = load_module(REPO / "bench" / "machine_speed.py", "bench_machine_speed")
 
 
 def _turns(prompt: str, seed: int, n: int) -> list[dict[str, Any]]:
@@ -177,6 +178,15 @@ def test_stage_durations_from_timing_marks(tmp_path: Path, monkeypatch: pytest.M
     assert startup.own_critical_path(d) == pytest.approx(
         d["total"] - d["setup_done"] - d["tools_ready"] - d["server_ready"]
     )
+
+
+def test_machine_speed_measures_this_machine_in_a_child() -> None:
+    figures = machine_speed.measure()
+    assert figures is not None and figures["threads"] >= 1
+    assert figures["memory_read_gb_s"] > 0 and figures["matmul_gflop_s"] > 0
+    line = machine_speed.describe({"threads": 2, "memory_read_gb_s": 9.87, "matmul_gflop_s": 180.4})
+    assert line == "memory read 9.9 GB/s, float32 matmul 180 GFLOP/s (2 threads)"
+    assert run_all.speed_line("the start").startswith("speed at the start: memory read ")
 
 
 def test_summary_markdown_one_line_per_target() -> None:
