@@ -235,6 +235,9 @@ def test_eval_concurrency_headline_needs_a_faster_run_with_the_same_answers() ->
     assert isinstance(h, run_all.Headline) and h.met and h.measured.startswith("0.55; same final answer in 20 of 20")
     assert not run_all.HEADLINES["eval_concurrency.py"]({**f, "same_answers": 19}).met
     assert not run_all.HEADLINES["eval_concurrency.py"]({**f, "ratio": 1.02}).met
+    bf16 = run_all.HEADLINES["eval_concurrency.py"]({**f, "same_answers": 11, "dtype": "bfloat16"})
+    assert bf16.met and "served in bfloat16" in bf16.figure and "answers reported" in bf16.target
+    assert not run_all.HEADLINES["eval_concurrency.py"]({**f, "ratio": 1.02, "dtype": "bfloat16"}).met
 
 
 def test_cpu_sharing_headline_needs_both_beside_and_alone() -> None:
