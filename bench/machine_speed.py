@@ -1,7 +1,7 @@
 """How fast this machine is right now: memory read bandwidth and float32 matrix arithmetic, in a few seconds.
 
 A shared virtual machine's speed drifts: on the 2-core machine these benchmarks were written on, the same warm
-smoke run took from 100 s to 420 s within one day, and its decoding (which reads every weight once per token) is
+smoke run took from 139 s to 660 s within one day, and its decoding (which reads every weight once per token) is
 bound by memory bandwidth. ``bench/run_all.py`` measures both figures at the start and at the end of every run and
 writes them beside the results, so a summary can be read against the machine it ran on; ratios measured within one
 script stay the figures to compare.
