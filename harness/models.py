@@ -69,9 +69,17 @@ def _find_gguf(model: PypiGgufModel) -> Path:
 
 
 def convert_gguf(
-    gguf: Path, out: Path, chat_template: str, fixes: list[dict[str, str]], source: dict[str, Any]
+    gguf: Path,
+    out: Path,
+    chat_template: str,
+    fixes: list[dict[str, str]],
+    source: dict[str, Any],
+    workdir: Path | None = None,
 ) -> None:
     """Convert a GGUF file into a float checkpoint folder at ``out`` (atomic: written beside, then renamed).
+
+    ``workdir`` is the empty folder beside ``out`` to write into first; its owner removes it if the conversion is
+    killed before the rename (a process killed by a signal runs no ``finally``). Without it, one is made here.
 
     Any architecture transformers reads from GGUF (Llama, Qwen2, ...) is rebuilt from its config without the GGUF
     ``quantization_config`` and loaded with every weight accounted for. ``chat_template`` is ``model`` (the GGUF's
@@ -81,7 +89,7 @@ def convert_gguf(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".convert-"))
+    tmp = workdir or Path(tempfile.mkdtemp(dir=out.parent, prefix=".convert-"))
     try:
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
@@ -193,20 +201,33 @@ def _convert_in_child(
     gguf: Path, out: Path, chat_template: str, fixes: list[dict[str, str]], source: dict[str, Any]
 ) -> None:
     """Conversion runs in a child process: transformers' GGUF loading holds a few GB that should not stay in the
-    orchestrator's memory."""
+    orchestrator's memory. This process owns the folder it writes into, so an interrupted or killed conversion
+    leaves nothing half-written in the cache."""
     code = (
         "import json, sys; from pathlib import Path; from harness.models import convert_gguf; "
         "a = json.loads(sys.argv[1]); "
-        "convert_gguf(Path(a['gguf']), Path(a['out']), a['template'], a['fixes'], a['source'])"
+        "convert_gguf(Path(a['gguf']), Path(a['out']), a['template'], a['fixes'], a['source'], Path(a['workdir']))"
     )
-    args = {"gguf": str(gguf), "out": str(out), "template": chat_template, "fixes": fixes, "source": source}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(dir=out.parent, prefix=".convert-"))
+    args = {
+        "gguf": str(gguf),
+        "out": str(out),
+        "template": chat_template,
+        "fixes": fixes,
+        "source": source,
+        "workdir": str(workdir),
+    }
     # HARNESS_CONVERT_PATH: extra import path for the conversion only (e.g. TRL's chat templates on a GPU machine
     # whose training stack must not see TRL).
     env = dict(os.environ)
     extra = os.environ.get("HARNESS_CONVERT_PATH")
     if extra:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), extra) if p)
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env)
+    try:  # on an interrupt, run() kills the child before this folder goes
+        proc = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         reason = next((ln for ln in reversed(lines) if "ModelError:" in ln), lines[-1] if lines else "(no output)")

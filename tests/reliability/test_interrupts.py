@@ -1,6 +1,10 @@
 """Ctrl-C (SIGINT) and SIGTERM during set-up, baseline evaluation and training: the harness exits 130, every child
-(model server, trainer, calculator) is gone within 10 s, and the run is recorded ``incomplete`` with the phase it
-was in and its logs kept. (The evaluation phase is interrupted both ways in test_crash_resume.py.)
+(model converter, model server, trainer, calculator) is gone within 10 s, and the run is recorded ``incomplete``
+with the phase it was in and its logs kept. (The evaluation phase is interrupted both ways in test_crash_resume.py.)
+
+Set-up is interrupted where a first run spends it: converting the model into an empty cache (with a warm cache,
+set-up takes a few milliseconds and a signal would land in the baseline). The interrupted conversion must leave
+nothing in the cache.
 
 All runs share one results table, which must hold every row afterwards.
 """
@@ -41,8 +45,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory, mirror: Path, smoke_model: 
 
 # (phase, signal, what must be running when the signal comes)
 CASES = [
-    ("setup", signal.SIGINT, "the run has started"),
-    ("setup", signal.SIGTERM, "the run has started"),
+    ("setup", signal.SIGINT, "import convert_gguf"),
+    ("setup", signal.SIGTERM, "import convert_gguf"),
     ("baseline", signal.SIGINT, "vllm.entrypoints"),
     ("baseline", signal.SIGTERM, "mcp_server_calculator"),  # server up, rollouts in flight
     ("train", signal.SIGINT, "harness.engines.trl_worker"),
@@ -58,14 +62,19 @@ def test_interrupt_cleans_up_and_records_incomplete(
     shared: tuple[Path, dict[str, str]], phase: str, signum: int, trigger: str
 ) -> None:
     root, env = shared
+    cache = root / f"cache-{phase}-{signal.Signals(signum).name}"
+    if phase == "setup":
+        env = {**env, "HARNESS_CACHE": str(cache)}
     args = ["run", "math", "--backend", "local", *(["--skip-baseline"] if phase == "train" else [])]
     with harness(args, env) as hp:
         assert hp.tree is not None
         run_id = wait_for(
             lambda: next((ln.split()[1] for ln in hp.output if ln.startswith("run ")), None), 600, "run id", 0.01
         )
-        if phase != "setup":
-            wait_for(lambda: hp.tree.having(trigger), 600, trigger, 0.2)
+        wait_for(lambda: hp.tree.having(trigger), 600, trigger, 0.05 if phase == "setup" else 0.2)
+        if phase == "setup":  # the conversion has begun writing
+            wait_for(lambda: any(cache.glob("models/.convert-*")), 120, "the conversion's folder", 0.05)
+        else:
             time.sleep(2)
         seen = {cmd for cmd in hp.tree.alive().values()}
         code, seconds, exit_s = interrupt_and_time(hp, signum)
@@ -77,7 +86,7 @@ def test_interrupt_cleans_up_and_records_incomplete(
     assert exit_s <= 120, exit_s  # recording the run: package versions, the row, the manifest
     if phase == "baseline":
         assert any("vllm.entrypoints" in c for c in seen), seen
-    if trigger == "mcp_server_calculator":
+    if trigger in ("mcp_server_calculator", "import convert_gguf"):
         assert any(trigger in c for c in seen), seen
     rows = {r.run_id: r for r in ResultStore(root / "results").runs("math")}
     row = rows[run_id]
@@ -89,3 +98,5 @@ def test_interrupt_cleans_up_and_records_incomplete(
     if phase in kept:
         assert (run_dir / kept[phase]).exists()  # the log is kept (it may be empty when the signal came early)
     assert (run_dir / "manifest.json").exists()
+    if phase == "setup":  # neither a half-written checkpoint nor the folder it was being written in
+        assert not list(cache.glob("models/*")), list(cache.glob("models/*"))
