@@ -13,8 +13,6 @@ SEEDS ?= 1
 BACKEND ?= auto
 PYTEST_ARGS ?= -q
 PROFILE_ARG := $(if $(PROFILE),--profile $(PROFILE),)
-# Tests and CI use the dataset copy beside the checkout when there is one (an offline mirror).
-export HARNESS_DATA_MIRROR ?= $(abspath $(wildcard ../shared/data))
 
 HARNESS := $(VENV)/bin/harness
 

@@ -127,9 +127,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_") and k != "PYTHONPATH"}
-    mirror = os.environ.get("HARNESS_DATA_MIRROR") or str((REPO.parent / "shared" / "data").resolve())
-    if Path(mirror).is_dir():
-        env["HARNESS_DATA_MIRROR"] = mirror
     workdir = Path(tempfile.mkdtemp(prefix="smoke-run-", dir=REPO.parent))
     clone = workdir / "clone"
     try:

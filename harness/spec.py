@@ -87,6 +87,12 @@ class DatasetSpec(StrictModel):
         "<folder> for data shipped inside an installed Python package, or a folder relative to the benchmark's "
         "folder (e.g. `data`) for data shipped with the benchmark."
     )
+    upstream: str | None = Field(
+        None,
+        description="Where files shipped with the benchmark were taken from: a URL pinned to an immutable revision "
+        "(recorded in the manifest; the files are never fetched from it).",
+    )
+    license: str | None = Field(None, description="The license of the data (an SPDX identifier, e.g. MIT).")
     format: Literal["jsonl", "json"] = Field("jsonl", description="json: one JSON array of row objects.")
     local_dir_env: str | None = Field(
         None, description="An environment variable that, when set, names a local copy laid out like the source."
@@ -106,6 +112,12 @@ class DatasetSpec(StrictModel):
         if v.startswith("package://") and not re.match(r"^package://[A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-+]+/.+", v):
             raise ValueError("package sources are package://<distribution>==<version>/<folder>")
         return v.rstrip("/")
+
+    @model_validator(mode="after")
+    def _upstream_only_for_shipped_files(self) -> DatasetSpec:
+        if self.upstream is not None and not self.in_benchmark:
+            raise ValueError("upstream names where files shipped with the benchmark came from: source must be a folder")
+        return self
 
     @property
     def in_benchmark(self) -> bool:

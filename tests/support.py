@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 MATH_SPEC = REPO / "benchmarks" / "math" / "spec.yaml"
-
-
-def data_mirror() -> Path | None:
-    """The offline copy of the datasets: HARNESS_DATA_MIRROR, else ``../shared/data`` beside the checkout."""
-    env = os.environ.get("HARNESS_DATA_MIRROR")
-    for candidate in (Path(env) if env else None, REPO.parent / "shared" / "data"):
-        if candidate is not None and (candidate / "math" / "test.jsonl").exists():
-            return candidate
-    return None
 
 
 def copy_math_benchmark(dest: Path, smoke_overrides: dict[str, Any]) -> Path:

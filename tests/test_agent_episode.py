@@ -17,9 +17,9 @@ from harness.serving import serve
 pytestmark = pytest.mark.slow
 
 
-def test_agent_episode_against_served_model(mirror: Path, smoke_model: Path, tmp_path: Path) -> None:
+def test_agent_episode_against_served_model(smoke_model: Path, tmp_path: Path) -> None:
     spec, bench, _ = open_benchmark("math", "smoke")
-    rows, _ = load_split(spec.dataset, "test", mirror)
+    rows, _ = load_split(spec.dataset, "test")
     tasks = bench.tasks(rows)[:2]
     with serve(smoke_model, spec.model.name, spec.serving, tmp_path / "server.log") as server:
         # The server really serves the checkpoint, with token ids as the GPU path needs.

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,8 @@ from harness.spec import load_spec
 from support import MATH_SPEC
 
 BENCHMARK = """
+import asyncio
+import contextlib
 import json
 
 from fakeagentlib import run_agent
@@ -28,6 +32,8 @@ from fakeagentlib import run_agent
 from harness.benchmark import Benchmark, Episode, register_benchmark
 from harness.blame import AgentFailure
 from harness.errors import SpecError
+
+EVENTS = []  # what the resources and the slow rollouts saw, in order
 
 
 @register_benchmark
@@ -37,7 +43,22 @@ class Broken(Benchmark):
     def tasks(self, rows):
         return []
 
+    @contextlib.asynccontextmanager
+    async def resources(self):
+        EVENTS.append("resources open")
+        try:
+            yield None
+        finally:
+            EVENTS.append("resources closed")
+
     async def rollout(self, task, ctx):
+        if task.id.startswith("slow"):
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                EVENTS.append(f"{task.id} cancelled")
+                raise
+            return Episode(task.id, 0, reward=1.0, passed=True)
         if task.id == "ok":
             return Episode(task.id, 0, reward=1.0, passed=True)
         if task.id == "library":  # the agent library gives up on the model's output
@@ -131,8 +152,16 @@ def test_the_benchmarks_own_exception_fails_the_run_naming_file_and_line(
 
 
 def test_a_failed_run_stops_the_other_rollouts(broken: object, tmp_path: Path) -> None:
+    """The bug fails the run at once: the rollouts still running are cancelled (they would sleep a minute) while the
+    benchmark's resources are still open, and nothing of theirs is recorded."""
+    events = sys.modules[type(broken).__module__].EVENTS
+    started = time.monotonic()
     with pytest.raises(BenchmarkCodeError):
-        run(broken, ["bug", *(f"ok-{i}" for i in range(3))], tmp_path / "rollouts.jsonl")
+        run(broken, [*(f"slow-{i}" for i in range(3)), "bug"], tmp_path / "rollouts.jsonl")
+    assert time.monotonic() - started < 30
+    assert events[0] == "resources open" and events[-1] == "resources closed"
+    assert sorted(events[1:-1]) == [f"slow-{i} cancelled" for i in range(3)]
+    assert not (tmp_path / "rollouts.jsonl").read_text()
 
 
 def test_a_benchmarks_spec_error_keeps_its_own_message(broken: object, tmp_path: Path) -> None:

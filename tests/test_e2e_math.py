@@ -42,7 +42,7 @@ def _checkout(dest: Path) -> Path:
     return dest
 
 
-def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path) -> None:
+def test_harness_run_math_smoke(smoke_model: Path, tmp_path: Path) -> None:
     checkout = _checkout(tmp_path / "checkout")
     env = {k: v for k, v in os.environ.items() if k != "HARNESS_BENCHMARKS"}
     env.update(
@@ -50,7 +50,6 @@ def test_harness_run_math_smoke(mirror: Path, smoke_model: Path, tmp_path: Path)
         HARNESS_RESULTS=str(tmp_path / "results"),
         HARNESS_ARTIFACTS=str(tmp_path / "artifacts"),
         HARNESS_CACHE=str(cache_dir()),
-        HARNESS_DATA_MIRROR=str(mirror),
         HARNESS_ENV_SERVE_CPU=str(env_python("serve-cpu").parent.parent),
         HARNESS_ENV_CALCULATOR=str(env_python("calculator").parent.parent),
     )

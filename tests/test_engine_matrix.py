@@ -25,11 +25,22 @@ from harness.engines.verl_ray import transformers_generator
 from harness.engines.verl_rollout import Trajectory, traced_rollout
 from harness.errors import SpecError
 from harness.spec import BenchmarkSpec
+from support import REPO
 
-BENCHMARKS = {"math": "smoke", "arith": "learn-cpu", "tau2": "smoke"}
-# Response-token budget of one traced rollout. τ²'s counts the user's turns and the tool results too (they are part
-# of the trajectory, untrained): its smoke-verl profile's max_response_length.
-BUDGET = {"math": 96, "arith": 96, "tau2": 1024}
+# Every benchmark folder, at its default profile: a new benchmark joins the matrix by existing.
+BENCHMARKS = sorted(p.parent.name for p in (REPO / "benchmarks").glob("*/spec.yaml"))
+
+
+def budget(spec: BenchmarkSpec) -> int:
+    """Response-token budget of one traced rollout. With a user simulator it counts the user's turns and the tool
+    results too (they are part of the trajectory, untrained): τ²'s smoke-verl max_response_length."""
+    return 1024 if spec.user_simulator is not None else 96
+
+
+def test_the_matrix_finds_every_benchmark_folder() -> None:
+    assert {"math", "arith", "tau2"} <= set(BENCHMARKS)
+    assert not open_benchmark("tau2")[1].trains_single_turn()  # so the refusal below is exercised
+    assert all((REPO / "benchmarks" / name / "benchmark.py").is_file() for name in BENCHMARKS)
 # a profile whose training section configures each engine (its shaping dropped: the terms are per benchmark)
 ENGINE_PROFILES = {"trl-grpo": ("math", "smoke"), "trace-grpo": ("tau2", "smoke"), "verl": ("math", "smoke-verl")}
 UNSHAPED = {"shaping": {}, "format_reward": 0.0, "partial_credit": 0.0, "length_penalty": 0.0}
@@ -49,11 +60,11 @@ def test_the_matrix_covers_every_engine() -> None:
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINE_PROFILES))
-@pytest.mark.parametrize("benchmark", sorted(BENCHMARKS))
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
 def test_engine_trains_the_benchmark_or_refuses_in_one_line(benchmark: str, engine: str) -> None:
-    spec, bench, _ = open_benchmark(benchmark, BENCHMARKS[benchmark])
+    spec, bench, _ = open_benchmark(benchmark)
     spec = with_engine(spec, engine)
-    if (benchmark, engine) == ("tau2", "trl-grpo"):  # τ² has no single-turn prompt: a conversation with a user
+    if engine == "trl-grpo" and not bench.trains_single_turn():  # e.g. τ²: a conversation with a user, no one prompt
         with pytest.raises(SpecError, match=r"no single-turn training hooks.*'trace-grpo' or 'verl'") as err:
             check_engine(spec, bench)
         assert "\n" not in str(err.value)
@@ -87,14 +98,13 @@ def user_simulator(smoke_model: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("benchmark", sorted(BENCHMARKS))
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
 def test_verl_rollout_path_runs_each_benchmark(
-    benchmark: str, policy: tuple[Any, Any], mirror: Path, request: pytest.FixtureRequest
+    benchmark: str, policy: tuple[Any, Any], request: pytest.FixtureRequest
 ) -> None:
-    spec, bench, _ = open_benchmark(benchmark, BENCHMARKS[benchmark])
+    spec, bench, _ = open_benchmark(benchmark)
     tokenizer, generate = policy
-    # the offline mirror holds math's rows; τ²'s come from its pinned package, arith's from its own folder
-    rows = load_split(spec.dataset, spec.evaluation.split, mirror if (mirror / spec.dataset.name).is_dir() else None)
+    rows, _ = load_split(spec.dataset, spec.evaluation.split)
     task = bench.tasks(rows[0])[0]
     endpoint = request.getfixturevalue("user_simulator") if spec.user_simulator is not None else None
     shaping = Shaping.from_config(spec.training.config.get("shaping"))
@@ -106,7 +116,7 @@ def test_verl_rollout_path_runs_each_benchmark(
         if endpoint is not None:
             client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key="EMPTY", max_retries=0)
             simulator = SimulatorContext(model=endpoint.model, client=client)
-        trajectory = Trajectory(tokenizer, generate, {"temperature": 1.0}, BUDGET[benchmark])
+        trajectory = Trajectory(tokenizer, generate, {"temperature": 1.0}, budget(spec))
         try:
             async with bench.resources() as resources:
                 return await traced_rollout(

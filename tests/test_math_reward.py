@@ -11,7 +11,6 @@ import functools
 import importlib.util
 import json
 import math
-import os
 import re
 import string
 import time
@@ -52,37 +51,19 @@ def rw() -> ModuleType:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _data_root() -> Path | None:
-    candidates = []
-    if os.environ.get("HARNESS_DATA_MIRROR"):
-        candidates.append(Path(os.environ["HARNESS_DATA_MIRROR"]))
-    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "data")
-    for root in candidates:
-        if (root / "math" / "train.jsonl").is_file():
-            return root
-    return None
-
-
 def _ground_truths() -> list[tuple[str, str]]:
-    root = _data_root()
-    if root is None:
-        return []
+    """The 84 recorded results of the math dataset, as shipped in benchmarks/math/data/."""
+    folder = Path(__file__).resolve().parents[1] / "benchmarks" / "math" / "data"
     rows = []
     for split in ("train", "test"):
-        path = root / "math" / f"{split}.jsonl"
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    rows.append((f"{split}:{record['id']}", str(record["result"])))
+        for line in (folder / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                rows.append((f"{split}:{record['id']}", str(record["result"])))
     return rows
 
 
 GROUND_TRUTHS = _ground_truths()
-NO_DATA = (
-    "math dataset not found: set HARNESS_DATA_MIRROR to a folder holding math/train.jsonl, "
-    "or provide ../shared/data/math/train.jsonl next to the repository"
-)
 
 # Trusted truths that the dataset lacks but model answers meet: pi-ish and e-ish values, zero, negatives,
 # the calculator's "= around" form, option letters with parentheses or spaces.
@@ -90,16 +71,12 @@ EXTRA_TRUTHS = ["3.14", "2.72", "0", "-7", "0.001", "1e3", "10**6", "2/3 = aroun
 
 
 def _truth_params() -> list[Any]:
-    if not GROUND_TRUTHS:
-        return [pytest.param("", id="no-data", marks=pytest.mark.skip(reason=NO_DATA))]
     return [pytest.param(truth, id=f"{key}={truth}") for key, truth in GROUND_TRUTHS] + [
         pytest.param(truth, id=f"extra={truth}") for truth in EXTRA_TRUTHS
     ]
 
 
 def test_dataset_has_all_84_results() -> None:
-    if not GROUND_TRUTHS:
-        pytest.skip(NO_DATA)
     assert len(GROUND_TRUTHS) == 84
     # Every result is an option letter, an integer (maybe with ``_`` separators), a decimal or a fraction.
     shapes = re.compile(r"[A-E]|\d+(_\d{3})*|\d+\.\d+|\d+/\d+")
@@ -337,8 +314,6 @@ def test_agrees_with_reference(rw: ModuleType, oracle: None, truth: str) -> None
 
 def test_table_covers_both_outcomes(oracle: None) -> None:
     """Guard against a vacuous table: it must hold plenty of correct and incorrect predictions for numeric truths."""
-    if not GROUND_TRUTHS:
-        pytest.skip(NO_DATA)
     outcomes = [oracle_same(p, t) for _, t in GROUND_TRUTHS for p in _predictions(t)]
     assert len(outcomes) > 84 * 20
     assert sum(outcomes) > 84 * 5

@@ -15,7 +15,7 @@ from support import copy_math_benchmark
 pytestmark = pytest.mark.slow
 
 
-def test_one_grpo_step_changes_the_weights(mirror: Path, smoke_model: Path, tmp_path: Path) -> None:
+def test_one_grpo_step_changes_the_weights(smoke_model: Path, tmp_path: Path) -> None:
     spec_path = copy_math_benchmark(tmp_path / "benchmarks", {"training": {"config": {"max_steps": 1}}})
     spec = load_spec(spec_path, "smoke")
     steps: list[int] = []

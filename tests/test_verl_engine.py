@@ -276,7 +276,7 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_rollouts_on_a_multi_worker_ray_cluster(
-    smoke_model: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    smoke_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Ray head started here (as `ray start` on a cluster's head node), joined by address; two rollout workers
     run the agent with the real model and the real calculator and return trainable traces."""
@@ -318,7 +318,7 @@ def test_rollouts_on_a_multi_worker_ray_cluster(
             time.sleep(1)
         spec = load_spec(MATH_SPEC, "smoke-verl")
         _, bench, _ = open_benchmark("math", "smoke-verl")
-        rows, _ = load_split(spec.dataset, "test", mirror)
+        rows, _ = load_split(spec.dataset, "test")
         tasks = [{"id": t.id, "prompt": t.prompt, "answer": t.answer} for t in bench.tasks(rows)[:2]]
         results = cluster_rollouts(
             address=f"127.0.0.1:{port}",

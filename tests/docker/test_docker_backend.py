@@ -173,7 +173,7 @@ def test_images_built_from_other_code_are_not_used(monkeypatch: pytest.MonkeyPat
 # --- the math smoke plan through the CLI ------------------------------------------------------------------------------
 
 
-def _run_env(tmp_path: Path, mirror: Path) -> dict[str, str]:
+def _run_env(tmp_path: Path) -> dict[str, str]:
     copy_math_benchmark(
         tmp_path / "benchmarks",
         {
@@ -189,18 +189,17 @@ def _run_env(tmp_path: Path, mirror: Path) -> dict[str, str]:
         HARNESS_BENCHMARKS=str(tmp_path / "benchmarks"),
         HARNESS_RESULTS=str(tmp_path / "results"),
         HARNESS_ARTIFACTS=str(tmp_path / "artifacts"),
-        HARNESS_DATA_MIRROR=str(mirror),
     )
 
 
 @pytest.mark.slow
-def test_harness_run_math_smoke_in_docker(mirror: Path, smoke_model: Path, tmp_path: Path) -> None:
+def test_harness_run_math_smoke_in_docker(smoke_model: Path, tmp_path: Path) -> None:
     require_engine_and_images(CPU_IMAGE, CALCULATOR_IMAGE)
     proc = subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", "math", "--backend", "docker"],
         capture_output=True,
         text=True,
-        env=_run_env(tmp_path, mirror),
+        env=_run_env(tmp_path),
         cwd=REPO,
         timeout=1800,
     )
@@ -231,14 +230,14 @@ def test_harness_run_math_smoke_in_docker(mirror: Path, smoke_model: Path, tmp_p
 
 
 @pytest.mark.slow
-def test_ctrl_c_removes_the_containers(mirror: Path, smoke_model: Path, tmp_path: Path) -> None:
+def test_ctrl_c_removes_the_containers(smoke_model: Path, tmp_path: Path) -> None:
     require_engine_and_images(CPU_IMAGE, CALCULATOR_IMAGE)
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "run", "math", "--backend", "docker"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=_run_env(tmp_path, mirror),
+        env=_run_env(tmp_path),
         cwd=REPO,
     )
     output: list[str] = []

@@ -352,7 +352,7 @@ def stuck_report(hp: HarnessProcess, running: set[int]) -> str:
     return f"children left:\n{children}\nharness {state}; its output ends:\n{hp.text[-6000:]}"
 
 
-def run_env(tmp_path: Path, mirror: Path, overrides: dict[str, Any], **extra: str) -> dict[str, str]:
+def run_env(tmp_path: Path, overrides: dict[str, Any], **extra: str) -> dict[str, str]:
     """The environment of a harness run on a test-local copy of the math benchmark (smoke profile overridden)."""
     if not (tmp_path / "benchmarks" / "math").exists():
         copy_math_benchmark(tmp_path / "benchmarks", overrides)
@@ -361,7 +361,6 @@ def run_env(tmp_path: Path, mirror: Path, overrides: dict[str, Any], **extra: st
         HARNESS_BENCHMARKS=str(tmp_path / "benchmarks"),
         HARNESS_RESULTS=str(tmp_path / "results"),
         HARNESS_ARTIFACTS=str(tmp_path / "artifacts"),
-        HARNESS_DATA_MIRROR=str(mirror),
         PYTHONPATH=str(REPO),
         **extra,
     )

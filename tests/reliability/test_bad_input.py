@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -509,4 +508,3 @@ def test_fuzz_answer_parser_through_the_benchmark(math_bench: Any, completion: s
     credit = terms["partial_credit"]
     assert 0.0 <= credit <= 1.0 and math.isfinite(credit)
     assert time.perf_counter() - start < 2.0
-    assert os.getcwd()  # nothing it ran changed the process

@@ -38,9 +38,9 @@ TINY = {
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory, mirror: Path, smoke_model: Path) -> tuple[Path, dict[str, str]]:
+def shared(tmp_path_factory: pytest.TempPathFactory, smoke_model: Path) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("interrupts")
-    return root, run_env(root, mirror, TINY)
+    return root, run_env(root, TINY)
 
 
 # (phase, signal, what must be running when the signal comes)

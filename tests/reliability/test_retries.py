@@ -33,9 +33,9 @@ TIMEOUT_S = 15.0
 
 
 @pytest.fixture(scope="module")
-def server(mirror: Path, smoke_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list]]:
+def server(smoke_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list]]:
     spec = load_spec(MATH_SPEC)
-    rows, _ = load_split(spec.dataset, "test", mirror)
+    rows, _ = load_split(spec.dataset, "test")
     bench = load_benchmark(spec, MATH_SPEC.parent)
     tasks = bench.tasks(rows)[:5]
     log = tmp_path_factory.mktemp("retries") / "server.log"

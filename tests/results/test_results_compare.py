@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from results_factories import DATASET, commit_all, git, init_repo, make_row, outcomes_from, record
+from results_factories import commit_all, git, init_repo, make_row, outcomes_from, record
 from typer.testing import CliRunner, Result
 
 from harness.errors import ResultsError
@@ -260,10 +260,6 @@ def test_results_rehash_command(repo: Repo) -> None:
     fixed = cli(repo, "results", "--rehash", "--benchmark", "math")
     assert fixed.exit_code == 0 and "accepted" in fixed.stdout
     assert cli(repo, "results").exit_code == 0
-
-
-def test_dataset_constant_is_a_sha256() -> None:
-    assert len(DATASET) == 64
 
 
 def test_the_phases_of_one_run_and_runs_of_two_profiles_compare(tmp_path: Path) -> None:
