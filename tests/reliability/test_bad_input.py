@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import shutil
 import signal
 import subprocess
 import sys
@@ -341,16 +342,31 @@ def test_bad_command_lines_exit_2_with_one_line(
     assert not list((tmp_path / "results").rglob("*.csv"))  # nothing recorded
 
 
-def test_corrupt_dataset_in_mirror_exits_2(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A dataset whose bytes do not match the pinned hash is refused, in one line naming the file."""
-    mirror = tmp_path / "mirror" / "math"
-    mirror.mkdir(parents=True)
-    (mirror / "test.jsonl").write_text('{"id": 1, "question": "1+1", "result": "3"}\n')
-    (mirror / "train.jsonl").write_text('{"id": 1, "question": "1+1", "result": "3"}\n')
+@pytest.mark.parametrize("where", ["shipped", "mirror"])
+def test_corrupt_dataset_exits_2(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """A dataset whose bytes do not match the pinned hash is refused, in one line naming the file: the files shipped
+    in the benchmark's folder, or a mirror's copy of a dataset whose source is a URL."""
+    folder = tmp_path / "benchmarks" / "math"
+    shutil.copytree(MATH_SPEC.parent, folder)
+    bad = '{"id": 1, "question": "1+1", "result": "3"}\n'
+    args = ["prepare", "math"]
+    if where == "shipped":
+        (folder / "data" / "test.jsonl").write_text(bad)
+    else:
+        raw = yaml.safe_load((folder / "spec.yaml").read_text())
+        raw["dataset"].pop("upstream")
+        raw["dataset"]["source"] = "https://example.invalid/math"  # never reached: the mirror has the files
+        (folder / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+        mirror = tmp_path / "mirror" / "math"
+        mirror.mkdir(parents=True)
+        for name in ("test.jsonl", "train.jsonl"):
+            (mirror / name).write_text(bad)
+        args += ["--data-mirror", str(tmp_path / "mirror")]
+    monkeypatch.setenv("HARNESS_BENCHMARKS", str(tmp_path / "benchmarks"))
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
-    code, out, err = cli("prepare", "math", "--data-mirror", str(tmp_path / "mirror"))
+    code, out, err = cli(*args)
     _one_line_exit_2(code, out, err, "sha256")
-    assert not list((tmp_path / "cache").rglob("*.jsonl"))
+    assert not list((tmp_path / "cache").rglob("test.jsonl"))  # the bad file is never cached
 
 
 def test_a_separate_process_exits_2_without_traceback(tmp_path: Path) -> None:
