@@ -7,11 +7,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
 
-from harness.engines.trace_grpo import group_advantages, select_triplets
+from harness.benchmark import Episode
+from harness.engines.base import TrainRequest
+from harness.engines.trace_grpo import TraceGrpoEngine, group_advantages, select_triplets
+from harness.record import _tensorboard_dir
 from harness.tracing import Call, TraceStore, TracingTransport, rollout_scope
 from support import REPO
 
@@ -74,6 +79,54 @@ def test_tracing_transport_attributes_calls_to_rollouts() -> None:
     assert [c.completion_ids for c in store.calls[("a", 0)]] == [[101], [101]]
     assert [c.prompt_ids for c in store.calls[("b", 0)]] == [[2, 2], [2, 2]]
     assert store.untraced == 1
+
+
+def test_each_step_writes_tensorboard_scalars_the_manifest_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every step's reward mean, step time and (after an update) loss reach train/tensorboard as scalars; a step
+    without signal (equal rewards) has no update, hence no loss. The update itself is stubbed (it is
+    test_pg_worker_updates_the_real_model's)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    def collect(checkpoint: Path, batch: list[Any], n: int, temperature: float, out: Path, trace: TraceStore) -> Any:
+        step = int(out.stem.removeprefix("rollouts-step"))
+        episodes = []
+        for task in batch:
+            for sample in range(n):
+                trace.add((task.id, sample), Call([1, 2], [3, 4, 5]))
+                # step 1: one of each group passes (signal); step 2: every rollout fails (no signal)
+                episodes.append(Episode(task.id, sample, reward=float(step == 1 and sample == 0)))
+        return episodes
+
+    def update(self: Any, request: Any, config: Any, checkpoint: Path, triplets: Any, out: Path, step: int) -> Any:
+        out.mkdir(parents=True)
+        return {"loss": 0.25, "grad_norm": 1.5}
+
+    monkeypatch.setattr(TraceGrpoEngine, "_update", update)
+    config = {"steps": 2, "tasks_per_step": 2, "group_size": 2}
+    spec: Any = SimpleNamespace(training=SimpleNamespace(config=config))
+    run_dir = tmp_path / "run"
+    request = TrainRequest(
+        spec=spec,
+        spec_path=tmp_path / "spec.yaml",
+        base_model=tmp_path / "base",
+        output_dir=run_dir / "train",
+        seed=0,
+        log_path=tmp_path / "train.log",
+        tasks=[SimpleNamespace(id=f"t{i}") for i in range(3)],
+        collect=collect,
+    )
+    result = TraceGrpoEngine().train(request)
+    assert result.steps == 2 and result.checkpoint == run_dir / "train" / "step-1"
+    assert _tensorboard_dir(run_dir) == "train/tensorboard"  # the manifest's engine.tensorboard
+    curves = EventAccumulator(str(run_dir / "train" / "tensorboard"))
+    curves.Reload()
+    tags = set(curves.Tags()["scalars"])
+    assert {"train/reward_mean", "train/step_time_s", "train/loss", "train/grad_norm"} <= tags
+    assert [(e.step, e.value) for e in curves.Scalars("train/reward_mean")] == [(1, 0.5), (2, 0.0)]
+    assert [(e.step, e.value) for e in curves.Scalars("train/loss")] == [(1, 0.25)]
+    assert [e.step for e in curves.Scalars("train/step_time_s")] == [1, 2]
 
 
 @pytest.mark.slow

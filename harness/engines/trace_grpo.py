@@ -9,15 +9,19 @@ on-policy step per batch, so the clipped ratio is 1 and the step is the plain GR
 
 Multi-turn, multi-agent benchmarks (τ²'s user simulator) train only the assistant: the simulator and tools talk
 to other endpoints and are never traced. A batch whose rollouts traced no call fails loudly; a batch whose
-groups all have equal rewards carries no signal and leaves the weights unchanged (recorded as such).
+groups all have equal rewards carries no signal and leaves the weights unchanged (recorded as such). Each step's
+metrics (reward means, loss, step time, ...) go to ``metrics.jsonl`` and, as TensorBoard scalars, to
+``<output_dir>/tensorboard/`` (the run's ``train/tensorboard/``, which the manifest names).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import statistics
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -78,6 +82,37 @@ def select_triplets(
     return triplets[:limit]
 
 
+class StepCurves:
+    """Per-step scalars for TensorBoard (``train/<metric>``), written with tensorboard's own event writer: the one
+    torch's ``SummaryWriter`` wraps, without importing torch into the harness process (230 MB, 3 s)."""
+
+    def __init__(self, folder: Path) -> None:
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        self._writer = EventFileWriter(str(folder))
+
+    @staticmethod
+    def available() -> bool:
+        """Whether the tensorboard package is installed (it is in the harness environment's lock)."""
+        return importlib.util.find_spec("tensorboard") is not None
+
+    def add(self, step: int, record: Mapping[str, float]) -> None:
+        """One event holding every metric of ``record`` but the step number itself, flushed at once."""
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+
+        values = [
+            summary_pb2.Summary.Value(tag=f"train/{name}", simple_value=float(value))
+            for name, value in record.items()
+            if name != "step"
+        ]
+        event = event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values))
+        self._writer.add_event(event)
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
 @register_engine
 class TraceGrpoEngine:
     name: ClassVar[str] = "trace-grpo"
@@ -99,6 +134,22 @@ class TraceGrpoEngine:
         request.output_dir.mkdir(parents=True, exist_ok=True)
         tasks = list(request.tasks)
         random.Random(request.seed).shuffle(tasks)  # noqa: S311
+        curves = StepCurves(request.output_dir / "tensorboard") if StepCurves.available() else None
+        try:
+            return self._train(request, config, shaping, by_id, tasks, curves)
+        finally:
+            if curves is not None:
+                curves.close()
+
+    def _train(
+        self,
+        request: TrainRequest,
+        config: TraceGrpoConfig,
+        shaping: Shaping,
+        by_id: dict[str, Any],
+        tasks: list[Any],
+        curves: StepCurves | None,
+    ) -> TrainResult:
         checkpoint, metrics, start = request.base_model, [], time.monotonic()
         for step in range(1, config.steps + 1):
             step_start = time.monotonic()
@@ -145,7 +196,10 @@ class TraceGrpoEngine:
                 checkpoint = out
             record["step_time_s"] = round(time.monotonic() - step_start, 2)
             metrics.append(record)
-            (request.output_dir / "metrics.jsonl").open("a").write(json.dumps(record) + "\n")
+            with (request.output_dir / "metrics.jsonl").open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            if curves is not None:
+                curves.add(step, record)
             if request.on_progress is not None:
                 request.on_progress(step, config.steps, record)
         return TrainResult(checkpoint=checkpoint, steps=len(metrics), metrics=metrics, wall_s=time.monotonic() - start)
