@@ -53,7 +53,7 @@ def _errorbars(points: Sequence[RatePoint]) -> tuple[list[float], list[float]]:
 def pass_rate_by_commit(
     runs: Sequence[RatePoint], means: Sequence[RatePoint], labels: Sequence[str], title: str, order: str, path: Path
 ) -> Path:
-    """Each run's final pass rate with its CI (points) and the per-commit mean (line), commits along x."""
+    """Each run's final pass rate with its CI (points) and each commit's pooled pass rate (line), commits along x."""
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
     if runs:
@@ -70,7 +70,14 @@ def pass_rate_by_commit(
             label="run (95% CI)",
         )
     if means:
-        ax.plot([p.x for p in means], [p.rate * 100 for p in means], "-", color="tab:orange", lw=2, label="commit mean")
+        ax.plot(
+            [p.x for p in means],
+            [p.rate * 100 for p in means],
+            "-",
+            color="tab:orange",
+            lw=2,
+            label="commit, runs pooled",
+        )
     step = max(1, len(labels) // MAX_TICK_LABELS)
     ax.set_xticks(
         range(0, len(labels), step), [labels[i] for i in range(0, len(labels), step)], rotation=45, ha="right"

@@ -3,8 +3,10 @@
 Per (benchmark, profile):
 
 * pass rate per commit with CIs: every complete run's final pass rate (after training when measured, else before)
-  with the CI recorded in its row, plus the per-commit mean; commits in git order when every commit is known to
-  git, else in order of their first run's start time (the plot says which);
+  with the CI recorded in its row, plus each commit's runs pooled by task through the shared statistics
+  (:func:`harness.results.summary.summarize_counts`, as ``harness compare`` pools a side): the pass rate and
+  interval the table shows; commits in git order when every commit is known to git, else in order of their first
+  run's start time (the plot says which);
 * before/after pass rate of the most recent runs;
 * per-step reward and validation curves of recent runs whose manifest has ``train_metrics``
   (a list of ``{"step": int, "reward_mean": float, "val_pass_rate": float (optional)}``; step 0 may carry only the
@@ -27,6 +29,7 @@ from typing import Any
 from harness.errors import ResultsError
 from harness.paths import artifacts_dir
 from harness.results import git, plots
+from harness.results.aggregate import pool
 from harness.results.atomic import atomic_write, ensure_dir
 from harness.results.compare import PairComparison, Side, compare, compare_pair, side_counts
 from harness.results.document import BulletList, Document, Heading, Image, Paragraph, TableBlock, to_html, to_markdown
@@ -40,6 +43,7 @@ from harness.results.sources import (
     comparability_key,
     group_runs,
 )
+from harness.results.summary import RateSummary, summarize_counts
 
 MAX_BEFORE_AFTER_RUNS = 30
 MAX_CURVE_RUNS = 5
@@ -112,6 +116,11 @@ class _Context:
         self.doc.add(Image(path.name, alt))
 
 
+def _pooled(ctx: _Context, benchmark: str, group: Sequence[RunRow]) -> RateSummary:
+    """One commit's runs pooled by task (each run's final phase), summarised as everywhere else."""
+    return summarize_counts(pool(ctx.source.outcome_records(benchmark, [r.run_id for r in group])))
+
+
 def _pass_by_commit(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> None:
     measured = [r for r in complete if r.final_pass is not None]
     if not measured:
@@ -122,6 +131,7 @@ def _pass_by_commit(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> Non
     by_commit: dict[str, list[RunRow]] = defaultdict(list)
     for row in measured:
         by_commit[row.git_commit].append(row)
+    pooled = {c: _pooled(ctx, key[0], by_commit[c]) for c in commits}
     points = []
     for commit, group in by_commit.items():
         width = 0.3 if len(group) > 1 else 0.0
@@ -130,8 +140,9 @@ def _pass_by_commit(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> Non
             offset = width * (j / (len(group) - 1) - 0.5) if len(group) > 1 else 0.0
             points.append(plots.RatePoint(index[commit] + offset, row.final_pass or 0.0, low, high))
     means = [
-        plots.RatePoint(i, sum(r.final_pass or 0.0 for r in by_commit[c]) / len(by_commit[c]), None, None)
-        for i, c in enumerate(commits)
+        plots.RatePoint(i, summary.pass_rate, None, None)
+        for i, summary in enumerate(pooled[c] for c in commits)
+        if summary.pass_rate is not None
     ]
     labels = [c[:8] for c in commits]
     path = ctx.out / f"{slug(key[0])}-{slug(key[1])}-pass-by-commit.png"
@@ -139,15 +150,19 @@ def _pass_by_commit(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> Non
     ctx.image(path, f"pass rate per commit for {key[0]}/{key[1]}")
     rows = []
     for c in commits:
-        group = by_commit[c]
+        group, summary = by_commit[c], pooled[c]
         rates = [r.final_pass or 0.0 for r in group]
-        lows = [r.final_ci[0] for r in group]
-        highs = [r.final_ci[1] for r in group]
-        ci_text = ci(lows[0], highs[0]) if len(group) == 1 else f"runs {pct(min(rates))} – {pct(max(rates))}"
-        rows.append([c[:10], str(len(group)), pct(sum(rates) / len(rates)), ci_text, max(r.started_at for r in group)])
+        spread = f"{pct(min(rates))} – {pct(max(rates))}" if len(group) > 1 else "-"
+        interval = ci(*summary.ci) if summary.ci else "-"
+        last = max(r.started_at for r in group)
+        rows.append([c[:10], str(len(group)), pct(summary.pass_rate), interval, spread, last])
     ctx.doc.add(
-        Paragraph(f"Commits ordered by {order}. Final pass rate = after training when measured, else before."),
-        TableBlock(["commit", "runs", "mean pass", "95% CI / range", "last run"], rows),
+        Paragraph(
+            f"Commits ordered by {order}. Final pass rate = after training when measured, else before. A commit's "
+            "pass rate and 95% CI pool its runs by task, as `harness compare` does (the mean over tasks of each "
+            "task's pass fraction; Wilson over tasks, task-clustered with several samples per task)."
+        ),
+        TableBlock(["commit", "runs", "pass rate (pooled)", "95% CI", "runs' range", "last run"], rows),
     )
 
 

@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 import typer
 from matplotlib.image import imread
-from results_factories import commit_all, git, init_repo, make_row, outcomes_from
+from results_factories import commit_all, git, init_repo, make_row, outcomes_from, record
 from typer.testing import CliRunner
 
 from harness.results import ResultStore
 from harness.results.cli import register
+from harness.results.compare import compare
+from harness.results.render import ci, pct
 from harness.results.report import ReportFiles, build_report, order_commits
+from harness.results.sources import parse_source
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -114,6 +117,22 @@ def test_commit_order_falls_back_to_start_time_without_git(tmp_path: Path) -> No
     assert commits == ["b" * 40, "a" * 40] and order == "first run start time"
     files = build_report(tmp_path / "out", root=store.root)
     assert "first run start time" in check_files(files)
+
+
+def test_a_commits_runs_are_pooled_as_compare_pools_them(tmp_path: Path) -> None:
+    """The per-commit table pools a commit's runs by task through the shared statistics: its pass rate and CI are
+    what `harness compare` gives that set of runs, not the mean of the runs' own rates (50% here)."""
+    store = ResultStore(tmp_path / "results")
+    commit = "a" * 40
+    record(store, "r1", [True, True, False, False], git_commit=commit)
+    outcomes = outcomes_from([True, False, False, False], infra=[(2, 0), (3, 0)])  # half of r2 lost to infra
+    store.append_run(make_row("r2", outcomes, git_commit=commit), outcomes, {"run_id": "r2", "train_metrics": []})
+    assert [r.final_pass for r in store.runs()] == [0.5, 0.5]
+    side = compare(parse_source("run:r1,r2", store.root), parse_source("run:r1", store.root)).pairs[0].a
+    assert side is not None and side.pass_rate == 0.375  # tasks: 2/2, 1/2, 0/1, 0/1
+    row = f"| {commit[:10]} | 2 | {pct(side.pass_rate)} | {ci(side.ci_low, side.ci_high)} | 50.0% – 50.0% |"
+    markdown = build_report(tmp_path / "out", root=store.root).markdown.read_text()
+    assert row in markdown, markdown
 
 
 def test_report_command(history: Path, tmp_path: Path) -> None:
