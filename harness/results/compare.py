@@ -3,7 +3,8 @@
 Runs are paired by (benchmark, profile). For each side the runs' final-phase outcomes are pooled by task
 (:mod:`harness.results.aggregate`) and summarised over that side's own tasks (:mod:`harness.results.summary`);
 the difference B - A is the mean over the tasks both sides have data for, its p-value comes from the exact
-McNemar test (one sample per task) or the exact sign-flip permutation test (several), and its interval inverts
+McNemar test (one sample per task) or the sign-flip permutation test (several: exact while its work is small,
+else Monte Carlo; :func:`harness.results.stats.sign_flip_test`), and its interval inverts
 that test (:mod:`harness.results.paired`), so the interval excludes 0 exactly when the mark is ``+`` or ``-``.
 Marks, as in ``asv compare``:
 

@@ -10,7 +10,8 @@ The interval excludes 0 exactly when the test's p-value is below ``alpha`` (``ha
   exact McNemar test rejects -- and rho the Clopper-Pearson interval of ``n`` of ``N``; the interval of B - A is
   the range of rho (2 pi - 1) over both (so it widens with the uncertainty of rho, and is never of zero width:
   with no discordant task it is +-(upper bound of rho)).
-* Several samples per task: the exact sign-flip permutation test on the per-task differences, and its
+* Several samples per task: the sign-flip permutation test on the per-task differences (exact while
+  :data:`~harness.results.stats.EXACT_MAX_WORK` allows, else Monte Carlo), and its
   inversion: the shifts delta for which the test of ``d - delta`` does not reject, found by bisection on a grid
   of 1/:data:`GRID` or finer (exact while the work is small, else the test's Monte Carlo with one fixed set of
   random sign flips for every delta). Whether 0 is inside is decided by the test's own p-value. When every task
