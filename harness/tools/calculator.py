@@ -2,9 +2,10 @@
 
 One server process is started per evaluation and its session is shared by all concurrent rollouts: the
 calculator is stateless, so a shared session is as correct as one per rollout and saves a process start
-(about a second) per rollout. The server runs without network (its own network namespace) and with an
-address-space limit, each calculation in a child process with a CPU-time limit, and each call has a timeout: a
-hostile expression costs one error, not the machine or the session.
+(about a second) per rollout. The server runs without network where the system allows (its own network namespace,
+:func:`harness.tools.servers.no_network_prefix`; with the machine's network where ``unshare`` fails) and with an
+address-space limit where ``prlimit`` exists, each calculation in a child process with a CPU-time limit, and each
+call has a timeout: a hostile expression costs one error, not the machine or the session.
 """
 
 from __future__ import annotations
