@@ -41,6 +41,8 @@ def test_the_matrix_finds_every_benchmark_folder() -> None:
     assert {"math", "arith", "tau2"} <= set(BENCHMARKS)
     assert not open_benchmark("tau2")[1].trains_single_turn()  # so the refusal below is exercised
     assert all((REPO / "benchmarks" / name / "benchmark.py").is_file() for name in BENCHMARKS)
+
+
 # a profile whose training section configures each engine (its shaping dropped: the terms are per benchmark)
 ENGINE_PROFILES = {"trl-grpo": ("math", "smoke"), "trace-grpo": ("tau2", "smoke"), "verl": ("math", "smoke-verl")}
 UNSHAPED = {"shaping": {}, "format_reward": 0.0, "partial_credit": 0.0, "length_penalty": 0.0}
