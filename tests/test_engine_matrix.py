@@ -107,7 +107,7 @@ def test_verl_rollout_path_runs_each_benchmark(
     spec, bench, _ = open_benchmark(benchmark)
     tokenizer, generate = policy
     rows, _ = load_split(spec.dataset, spec.evaluation.split)
-    task = bench.tasks(rows[0])[0]
+    task = bench.tasks(rows)[0]
     endpoint = request.getfixturevalue("user_simulator") if spec.user_simulator is not None else None
     shaping = Shaping.from_config(spec.training.config.get("shaping"))
 
