@@ -1,7 +1,10 @@
-"""`harness reproduce`: refusals (one line, exit 2) and the verdict on two runs (real git, real result files)."""
+"""`harness reproduce`: refusals (one line, exit 2) and the verdict on two runs (real git, real result files); one
+slow test reproduces a real run whose recorded outcome was altered, and must say it does not agree (exit 1)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
+from harness.paths import cache_dir, env_python
 from harness.provenance import run_packages
 from harness.reproduce import ReproduceOptions, Reproduction, package_drift, run_arguments
 from harness.results import ResultStore
@@ -158,3 +162,87 @@ def test_the_reproduced_commit_converts_its_own_model(tmp_path: Path, monkeypatc
     assert (own / "datasets").resolve() == (shared / "datasets").resolve() and (own / "datasets" / "math").is_dir()
     (own / "models").mkdir()  # the reproduction's own conversion stays in its scratch cache
     assert not (shared / "models" / "m2").exists() and own_model_cache(tmp_path / "own") == own
+
+
+@pytest.mark.parametrize(("status", "phase"), [("incomplete", "eval"), ("failed", "train")])
+def test_an_unfinished_run_is_refused_in_one_line_with_exit_2(
+    tmp_path: Path, repo: tuple, installed: str, status: str, phase: str
+) -> None:
+    """Through the CLI: a run recorded incomplete (interrupted) or failed has no result to repeat."""
+    _, _, with_bench = repo
+    _store(tmp_path, with_bench, installed, status=status, failed_phase=phase)
+    env = {"HARNESS_RESULTS": str(tmp_path / "results"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "reproduce", "r1"], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: reproduce: run r1 is {status}; only a complete run can be reproduced"
+    ], proc.stderr
+    assert proc.stdout == ""
+    assert [r.run_id for r in ResultStore(tmp_path / "results").runs()] == ["r1"]  # nothing ran, nothing recorded
+
+
+def _arith_checkout(dest: Path) -> Path:
+    """A git repository with this checkout's harness and the arith benchmark, committed: a clean commit to run."""
+    shutil.copytree(REPO / "harness", dest / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "benchmarks" / "arith", dest / "benchmarks" / "arith", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (dest / ".gitignore").write_text("__pycache__/\n")
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-q", "-m", "arith checkout"]):
+        subprocess.run(["git", "-C", str(dest), *args], check=True, capture_output=True)
+    return dest
+
+
+@pytest.mark.slow
+def test_a_reproduction_that_disagrees_exits_1(smoke_model: Path, tmp_path: Path) -> None:
+    """A real run (arith, evaluation only, two tasks) is recorded a second time, in another results folder, with
+    one task's outcome turned round; reproducing that record re-runs the commit, which gives the real outcomes:
+    they differ from the record, so the verdict is "does not agree" and the exit code 1."""
+    checkout = _arith_checkout(tmp_path / "checkout")
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_BENCHMARKS"}
+    env.update(
+        PYTHONPATH=str(checkout),
+        HARNESS_RESULTS=str(tmp_path / "measured"),
+        HARNESS_ARTIFACTS=str(tmp_path / "artifacts"),
+        HARNESS_CACHE=str(cache_dir()),
+        HARNESS_ENV_SERVE_CPU=str(env_python("serve-cpu").parent.parent),
+        HARNESS_ENV_CALCULATOR=str(env_python("calculator").parent.parent),
+    )
+    args = ["run", "arith", "--eval-only", "--limit", "2", "--backend", "local"]
+    first = subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, env=env, cwd=checkout, timeout=900
+    )
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    measured = ResultStore(tmp_path / "measured")
+    (row,) = measured.runs("arith")
+    assert row.status == "complete" and not row.git_dirty
+    real = measured.outcomes("arith", row.run_id)
+    assert len(real) == 2
+    # the same row and manifest, with the first task's outcome turned round
+    turned = [real[0].model_copy(update={"passed": not real[0].passed, "reward": 1.0 - real[0].reward}), real[1]]
+    recorded = ResultStore(tmp_path / "recorded")
+    recorded.append_run(row, turned, measured.manifest("arith", row.run_id))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "reproduce", row.run_id],
+        capture_output=True,
+        text=True,
+        env={**env, "HARNESS_RESULTS": str(tmp_path / "recorded")},
+        cwd=checkout,
+        timeout=900,
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = recorded.runs("arith")
+    assert len(runs) == 2 and runs[1].note == f"reproduces {row.run_id}" and runs[1].status == "complete"
+    again = runs[1]
+    lines = proc.stdout.splitlines()
+    assert "  trained checkpoint none vs none: identical" in lines
+    assert "  2 vs 2 outcomes: different" in lines
+    assert lines[-1] == f"{again.run_id} does not agree with {row.run_id} (CPU: identical checkpoint and outcomes)"
+    # the re-run gave the outcomes the commit really gives: the turned one is all that differs
+    assert recorded.outcomes("arith", again.run_id) == real
+    worktrees = subprocess.run(["git", "-C", str(checkout), "worktree", "list"], capture_output=True, text=True)
+    assert worktrees.stdout.count("\n") == 1  # the reproduction's worktree is gone
