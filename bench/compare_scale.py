@@ -2,7 +2,7 @@
 
 Builds a synthetic store in a temporary git repository (2 benchmarks x 2 profiles x 50 code commits x 5 seeds =
 1,000 runs, 50 tasks each, one sample per task and phase), committed in two commits so that ``HEAD~1`` lacks the
-last code commit's runs. The files are written with the store's own encoders (``harness.results.codec``), not
+last code commit's runs. The files are written with the store's own encoders (``harness.results.store.codec``), not
 through ``ResultStore.append_run``: 1,000 fsync'ed appends would time the disk, not the reader.
 
 Scenarios, each timed end to end (parse sources, read and validate tables, pool outcomes, statistics):
@@ -41,13 +41,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.results import RunRow, TaskOutcome, layout
-from harness.results.checksums import FileSums
-from harness.results.codec import encode_checksum, encode_manifest, encode_outcomes, encode_runs, sha256_hex
-from harness.results.compare import compare
-from harness.results.sources import RevisionSource, RunIdsSource, WorktreeSource
-from harness.results.stats import wilson_interval
-from harness.results.store import ResultStore
+from harness.results.compare.compare import compare
+from harness.results.stats.estimators import wilson_interval
+from harness.results.store import layout
+from harness.results.store.checksums import FileSums
+from harness.results.store.codec import encode_checksum, encode_manifest, encode_outcomes, encode_runs, sha256_hex
+from harness.results.store.schema import RunRow, TaskOutcome
+from harness.results.store.sources import RevisionSource, RunIdsSource, WorktreeSource
+from harness.results.store.store import ResultStore
 
 BENCHMARKS = ("math", "tools")
 PROFILES = ("smoke", "full")

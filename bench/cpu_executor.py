@@ -2,7 +2,7 @@
 CPU default, a separate worker process fed through a shared-memory queue (``VLLM_ENABLE_V1_MULTIPROCESSING=1``).
 
 Measured in the same run, interleaved (A B, B A, ...) so that load on a shared machine hits both sides alike, on
-the smoke profile's checkpoint and serving arguments (``harness.serving.launch``):
+the smoke profile's checkpoint and serving arguments (``harness.serving.server.launch``):
 
 * start: from the launch to the first ``200`` on ``/v1/models``;
 * decode: eight concurrent chat requests of exactly ``--tokens`` tokens each (``ignore_eos``, greedy), the wall
@@ -54,8 +54,8 @@ async def decode(base_url: str, model: str, tokens: int, concurrency: int = 8) -
 
 
 def one(checkpoint: Path, flag: str, tmp: Path, tokens: int) -> tuple[float, float]:
-    from harness.benchmark import open_benchmark
-    from harness.serving import launch
+    from harness.rollout.protocol import open_benchmark
+    from harness.serving.server import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = flag  # server_env() keeps what the environment says
@@ -80,8 +80,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    from harness.benchmark import open_benchmark
-    from harness.models import prepare_model
+    from harness.assets.models import prepare_model
+    from harness.rollout.protocol import open_benchmark
 
     checkpoint = prepare_model(open_benchmark("math", "smoke")[0].model)
     figures: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in SIDES}

@@ -1,6 +1,6 @@
 """The smoke run in bfloat16 against float32 on this CPU: its evaluation (served by vLLM) and its GRPO training.
 
-The smoke profile serves in ``native`` precision (``harness/precision.py``): bfloat16 where the CPU computes it in
+The smoke profile serves in ``native`` precision (``harness/serving/hardware.py``): bfloat16 where the CPU computes it in
 hardware, else float32; it trains in float32. This measures both phases in both dtypes on the machine at hand:
 
 * evaluation: one CPU model server per dtype (the smoke profile's serving arguments otherwise), the harness's own
@@ -43,7 +43,7 @@ def _alternating(repeat: int) -> list[list[str]]:
 
 
 def evaluation(spec: Any, bench: Any, tasks: list[Any], checkpoint: Path, tmp: Path, repeat: int) -> dict[str, Any]:
-    from harness.serving import launch
+    from harness.serving.server import launch
 
     servers = {
         d: launch(checkpoint, spec.model.name, spec.serving.model_copy(update={"dtype": d}), tmp / f"server-{d}.log")
@@ -85,7 +85,7 @@ def _spec_with(precision: str, tmp: Path) -> Path:
 
 
 def training(checkpoint: Path, tmp: Path, repeat: int, steps: int) -> dict[str, list[float]]:
-    from harness.cores import share_cores
+    from harness.serving.cores import share_cores
 
     runtimes: dict[str, list[float]] = {d: [] for d in DTYPES}
     for r, order in enumerate(_alternating(repeat)):
@@ -109,7 +109,7 @@ def training(checkpoint: Path, tmp: Path, repeat: int, steps: int) -> dict[str, 
             env = share_cores(dict(os.environ, TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1"))
             env["TRL_EXPERIMENTAL_SILENCE"] = "1"
             done = subprocess.run(
-                [str(REPO / ".venv" / "bin" / "python"), "-m", "harness.engines.trl_worker", str(job)],
+                [str(REPO / ".venv" / "bin" / "python"), "-m", "harness.engines.trl.worker", str(job)],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -130,10 +130,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    from harness.benchmark import open_benchmark
-    from harness.data import load_split
-    from harness.models import prepare_model
-    from harness.precision import cpu_dtype
+    from harness.assets.data import load_split
+    from harness.assets.models import prepare_model
+    from harness.rollout.protocol import open_benchmark
+    from harness.serving.hardware import cpu_dtype
 
     spec, bench, _ = open_benchmark("math", "smoke")
     rows, _ = load_split(spec.dataset, spec.evaluation.split)

@@ -1,9 +1,9 @@
 """Two CPU-bound processes on the same cores: a trainer beside the model server, under OpenMP's default wait
-policy, the passive one and the harness's short spin (``harness/cores.py``).
+policy, the passive one and the harness's short spin (``harness/serving/cores.py``).
 
 Measured in the same run, for each policy (OpenMP's default; ``OMP_WAIT_POLICY=PASSIVE``; the harness's
 ``GOMP_SPINCOUNT``; more spin counts with ``--spin``; the order alternates with ``--repeat``), on the smoke
-profile's checkpoint and serving arguments (``harness.serving.launch``):
+profile's checkpoint and serving arguments (``harness.serving.server.launch``):
 
 * decode alone: eight concurrent chat requests of exactly ``--tokens`` tokens (greedy, ``ignore_eos``), the wall
   time until all have answered (median of two rounds);
@@ -41,7 +41,7 @@ POLICIES = {
     "passive": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": ""},
     "short spin (harness default)": {},
 }
-"""Environment per policy; empty values are removed (OpenMP's own default); {} is what harness.cores sets."""
+"""Environment per policy; empty values are removed (OpenMP's own default); {} is what harness.serving.cores sets."""
 
 TRAIN = """
 import sys, time, torch
@@ -60,7 +60,7 @@ print(time.perf_counter() - start)
 
 
 def start_training(checkpoint: Path, steps: int) -> subprocess.Popen[str]:
-    from harness.cores import share_cores
+    from harness.serving.cores import share_cores
 
     env = share_cores(dict(os.environ))
     python = REPO / ".venv" / "bin" / "python"
@@ -77,13 +77,13 @@ def finished(proc: subprocess.Popen[str]) -> float:
 
 
 def one(checkpoint: Path, policy: dict[str, str], tmp: Path, steps: int, tokens: int) -> dict[str, float]:
-    from harness.benchmark import open_benchmark
-    from harness.serving import launch
+    from harness.rollout.protocol import open_benchmark
+    from harness.serving.server import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
         os.environ.pop(name, None)
-    os.environ.update(policy)  # harness.cores: an empty OMP_WAIT_POLICY leaves OpenMP's own default
+    os.environ.update(policy)  # harness.serving.cores: an empty OMP_WAIT_POLICY leaves OpenMP's own default
     server = launch(checkpoint, spec.model.name, spec.serving, tmp / f"vllm-{time.time_ns()}.log")
     try:
         server.wait_ready(spec.serving.startup_timeout_s)
@@ -117,8 +117,8 @@ def main() -> None:
     for count in filter(None, args.spin.split(",")):
         POLICIES[f"spin {count}"] = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": count}
 
-    from harness.benchmark import open_benchmark
-    from harness.models import prepare_model
+    from harness.assets.models import prepare_model
+    from harness.rollout.protocol import open_benchmark
 
     checkpoint = prepare_model(open_benchmark("math", "smoke")[0].model)
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in POLICIES}

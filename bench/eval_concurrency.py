@@ -1,8 +1,8 @@
 """The smoke evaluation's concurrency: all 20 test tasks at once (the smoke profile's setting) against 8 at a time
 (the reference configuration's, and the smoke profile's before).
 
-One CPU model server for the smoke checkpoint (``harness.serving.launch``, the smoke profile's serving
-arguments); every pass below is the harness's own evaluation (``harness.evaluate``: agent, MCP calculator,
+One CPU model server for the smoke checkpoint (``harness.serving.server.launch``, the smoke profile's serving
+arguments); every pass below is the harness's own evaluation (``harness.rollout.evaluate``: agent, MCP calculator,
 records) of the math test split, greedy, at the given concurrency. A first pass at each concurrency warms the
 server up and is not timed; then the timed passes alternate (A B, B A, ...) so that load on a shared machine
 hits both sides alike.
@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 
 
 def one_pass(bench: Any, tasks: list[Any], base_url: str, model: str, spec: Any, concurrency: int, out: Path) -> Any:
-    from harness.evaluate import EvalSettings, evaluate
+    from harness.rollout.evaluate import EvalSettings, evaluate
 
     ev = spec.evaluation
     settings = EvalSettings(
@@ -63,11 +63,11 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    from harness.benchmark import open_benchmark
-    from harness.data import load_split
-    from harness.models import prepare_model
-    from harness.precision import serving_dtype
-    from harness.serving import launch
+    from harness.assets.data import load_split
+    from harness.assets.models import prepare_model
+    from harness.rollout.protocol import open_benchmark
+    from harness.serving.hardware import serving_dtype
+    from harness.serving.server import launch
 
     spec, bench, _ = open_benchmark("math", "smoke")
     rows, _ = load_split(spec.dataset, spec.evaluation.split)

@@ -2,7 +2,7 @@
 replayed straight to the model server at the same concurrency.
 
 1. Serve the smoke model (vLLM CPU) once; every pass below talks to this one server.
-2. Recording pass (not timed): ``harness.evaluate`` runs N test tasks x k samples (agent, MCP calculator,
+2. Recording pass (not timed): ``harness.rollout.evaluate`` runs N test tasks x k samples (agent, MCP calculator,
    retries, streamed JSONL records) with every chat request body recorded; it and one untimed replay after it
    warm the server up.
 3. Timed rounds, each in a rotated order so that drift on a shared machine does not favour one side:
@@ -224,7 +224,7 @@ class Bench:
 
     def harness_pass(self, record: bool = False) -> Pass:
         from harness import timing
-        from harness.evaluate import evaluate
+        from harness.rollout.evaluate import evaluate
 
         log: list[Body] = []
         self.n += 1
@@ -335,11 +335,11 @@ def main() -> None:
         uvicorn.run(stub_app(float(latency)), host="127.0.0.1", port=int(port), log_level="error")
         return
 
-    from harness.benchmark import open_benchmark
-    from harness.data import load_split
-    from harness.evaluate import EvalSettings
-    from harness.models import prepare_model
-    from harness.serving import free_port, serve
+    from harness.assets.data import load_split
+    from harness.assets.models import prepare_model
+    from harness.rollout.evaluate import EvalSettings
+    from harness.rollout.protocol import open_benchmark
+    from harness.serving.server import free_port, serve
 
     spec, bench, _ = open_benchmark("math", "smoke")
     rows, _ = load_split(spec.dataset, spec.evaluation.split)

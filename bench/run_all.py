@@ -40,7 +40,7 @@ SCRIPTS = [
 
 
 HARNESS_POLICY = "short spin (harness default)"
-"""cpu_sharing.py's name for the policy harness.cores sets."""
+"""cpu_sharing.py's name for the policy harness.serving.cores sets."""
 
 
 @dataclass(frozen=True)
@@ -235,7 +235,7 @@ def speed_line(when: str) -> str:
 
 
 def machine_lines() -> list[str]:
-    from harness.provenance import cpu_model, git_state
+    from harness.run.provenance import cpu_model, git_state
 
     commit, dirty = git_state()
     load = os.getloadavg()

@@ -9,7 +9,7 @@ Measured in one run of this script, on this machine:
 
 For every run: the wall time of ``make`` and of each phase (from the run's manifest), the time from ``make`` to
 the first rollout request (``HARNESS_TIMING`` marks), and the peak memory of the whole process tree under
-``make``: the largest sum of PSS over one sample (:mod:`harness.resources`, every 0.5 s), with the processes that
+``make``: the largest sum of PSS over one sample (:mod:`harness.run.memory`, every 0.5 s), with the processes that
 held it. The run's own manifest records the same figure from inside (``resources``); both are printed.
 
 Targets: peak <= 4 GiB; fresh <= 6 min (set-up included); warm <= 2 min; first rollout of a warm run <= 20 s.
@@ -35,7 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.resources import TreeSampler  # noqa: E402
+from harness.run.memory import TreeSampler  # noqa: E402
 
 GIB = 2**30
 TARGETS = {"peak_gib": 4.0, "fresh_s": 360.0, "warm_s": 120.0, "first_rollout_s": 20.0}

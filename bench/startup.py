@@ -9,7 +9,7 @@ Measured in the same run, interleaved so that load on a shared machine hits both
   marks in between say where the time went (``harness.timing``);
 * baseline ``vllm``: the bare vLLM server for the same checkpoint with the same arguments, from its start to its
   first ``200`` on ``/v1/models`` -- the floor for any harness that serves the model with vLLM;
-* baseline ``import``: ``python -c 'import harness.cli'`` and ``import harness.runner``.
+* baseline ``import``: ``python -c 'import harness.cli'`` and ``import harness.run.runner``.
 
 The harness's own critical path is the part of each run that is not the model server's start (before its
 launch, and from its first answer to the first request); being paired within one run, it is the figure that
@@ -176,8 +176,8 @@ def harness_start(tmp: Path, timeout_s: float) -> dict[str, float]:
 
 def vllm_start(checkpoint: Path, tmp: Path, log_name: str) -> tuple[float, float]:
     """The bare vLLM server with the smoke profile's arguments: (seconds from its start to ready, start time)."""
-    from harness.benchmark import open_benchmark
-    from harness.serving import launch
+    from harness.rollout.protocol import open_benchmark
+    from harness.serving.server import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
     launched = time.time()
@@ -230,8 +230,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
-    from harness.benchmark import open_benchmark
-    from harness.models import prepare_model
+    from harness.assets.models import prepare_model
+    from harness.rollout.protocol import open_benchmark
 
     spec, _, _ = open_benchmark("math", "smoke")
     checkpoint = prepare_model(spec.model)  # warm: converted before, as a warm `make bench-math` finds it
@@ -239,7 +239,7 @@ def main() -> None:
     vllm: list[float] = []
     timeline: list[tuple[float, str]] = []
     phases: list[str] = []
-    imports = {m: import_time(m, args.repeat + 1) for m in ("harness.cli", "harness.runner")}
+    imports = {m: import_time(m, args.repeat + 1) for m in ("harness.cli", "harness.run.runner")}
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp_name:
         tmp = Path(tmp_name)
         for r in range(args.repeat):

@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from harness import interrupts
 from harness.errors import HarnessError
+from harness.run import interrupts
 
 app = typer.Typer(
     add_completion=False,
@@ -41,8 +41,8 @@ MirrorOpt = Annotated[
 @app.command("list")
 def list_benchmarks() -> None:
     """List benchmarks and their profiles."""
-    from harness.benchmark import available_benchmarks, spec_path
-    from harness.spec import profile_names, read_yaml
+    from harness.rollout.protocol import available_benchmarks, spec_path
+    from harness.spec.schema import profile_names, read_yaml
 
     for name in available_benchmarks():
         path = spec_path(name)
@@ -58,9 +58,9 @@ def validate(
 ) -> None:
     """Validate a spec (every profile unless --profile is given): the YAML, the benchmark's code (imported, its
     class registered with every required hook) and that each profile's engine can train it."""
-    from harness.benchmark import load_benchmark, spec_path
     from harness.engines import check_engine
-    from harness.spec import load_spec, profile_names
+    from harness.rollout.protocol import load_benchmark, spec_path
+    from harness.spec.schema import load_spec, profile_names
 
     path = Path(benchmark) if benchmark.endswith((".yaml", ".yml")) else spec_path(benchmark)
     profiles = [profile] if profile else profile_names(path) or [None]
@@ -73,10 +73,10 @@ def validate(
 @app.command()
 def prepare(benchmark: str, profile: ProfileOpt = None, data_mirror: MirrorOpt = None) -> None:
     """Fetch and verify the dataset and prepare the model checkpoint (cached)."""
-    from harness.benchmark import open_benchmark
-    from harness.data import fetch_split
-    from harness.models import checkpoint_hash, prepare_model
+    from harness.assets.data import fetch_split
+    from harness.assets.models import checkpoint_hash, prepare_model
     from harness.paths import link_policy
+    from harness.rollout.protocol import open_benchmark
 
     spec, _, _ = open_benchmark(benchmark, profile)
     for split in spec.dataset.splits:
@@ -134,8 +134,8 @@ def run(
     from harness import timing
 
     timing.mark("cli")
-    from harness.runner import Runner, RunOptions
-    from harness.spec import load_spec
+    from harness.run.runner import Runner, RunOptions
+    from harness.spec.schema import load_spec
 
     if data_mirror is not None and not data_mirror.is_dir():
         raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
@@ -158,7 +158,7 @@ def run(
         raise HarnessError("--checkpoint needs --eval-only (a trained run starts from the spec's model)")
     if checkpoint is not None and not (checkpoint / "config.json").is_file():
         raise HarnessError(f"--checkpoint {checkpoint}: not a checkpoint folder (no config.json)")
-    from harness.benchmark import spec_path
+    from harness.rollout.protocol import spec_path
 
     spec = load_spec(spec_path(benchmark), profile)
     first = seed if seed is not None else spec.seeds[0]
@@ -190,8 +190,8 @@ def run(
 
 def _resume(run_id: str, benchmark: str | None, clashing: list[str], data_mirror: Path | None, backend: str) -> None:
     """``harness run --resume RUN_ID``: the run's own benchmark, profile, seed, options and phases."""
-    from harness.resume import find_run_dir, read_state
-    from harness.runner import Runner, RunOptions
+    from harness.run.resume import find_run_dir, read_state
+    from harness.run.runner import Runner, RunOptions
 
     if clashing:
         raise HarnessError(f"--resume takes the run's own settings; drop {', '.join(clashing)}")
@@ -229,7 +229,7 @@ def reproduce(
 
     Appends the new row with the note "reproduces RUN_ID". Exit 0 when it agrees, 1 when it does not.
     """
-    from harness.reproduce import ReproduceOptions, Reproduction
+    from harness.run.reproduce import ReproduceOptions, Reproduction
 
     if data_mirror is not None and not data_mirror.is_dir():
         raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
@@ -259,9 +259,9 @@ def _choose_backend(requested: str) -> str:
 
 def _print_pooled(rows: list[Any]) -> None:
     """Pool the seeds' outcomes by task: pass rate with an interval clustered by task (as `harness compare`)."""
-    from harness.results.aggregate import pool
-    from harness.results.store import ResultStore
-    from harness.results.summary import summarize_counts
+    from harness.results.stats.aggregate import pool
+    from harness.results.stats.summary import summarize_counts
+    from harness.results.store.store import ResultStore
 
     store = ResultStore()
     records = store.outcome_records(rows[0].benchmark, [row.run_id for row in rows])

@@ -18,7 +18,7 @@ if [ "$single" = 1 ]; then
 fi
 
 # Two pytest processes share the cores: the torch they run in-process lets its waiting threads sleep, as the
-# harness's own servers and trainers do (harness/cores.py; spinning, one beside the other ran up to 10x slower).
+# harness's own servers and trainers do (harness/serving/cores.py; spinning, one beside the other ran up to 10x slower).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 # Both groups use the smoke model: convert it once before they start, not twice at the same time.

@@ -46,8 +46,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.fixture(scope="session")
 def smoke_model() -> Path:
     """The converted SmolLM2 checkpoint (converted once into the shared cache, as `make bench-math` does)."""
-    from harness.models import prepare_model
-    from harness.spec import load_spec
+    from harness.assets.models import prepare_model
+    from harness.spec.schema import load_spec
 
     return prepare_model(load_spec(MATH_SPEC, "smoke").model)
 

@@ -15,7 +15,7 @@ def copy_math_benchmark(dest: Path, smoke_overrides: dict[str, Any]) -> Path:
 
     import yaml
 
-    from harness.spec import _deep_merge
+    from harness.spec.schema import _deep_merge
 
     folder = dest / "math"
     shutil.copytree(MATH_SPEC.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))

@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.benchmark import open_benchmark
-from harness.data import load_split
-from harness.evaluate import EvalSettings, evaluate
-from harness.serving import serve
+from harness.assets.data import load_split
+from harness.rollout.evaluate import EvalSettings, evaluate
+from harness.rollout.protocol import open_benchmark
+from harness.serving.server import serve
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmark import Episode, Task, load_module, open_benchmark
-from harness.data import load_split
-from harness.spec import load_spec
+from harness.assets.data import load_split
+from harness.rollout.protocol import Episode, Task, load_module, open_benchmark
+from harness.spec.schema import load_spec
 from support import REPO
 
 ARITH = REPO / "benchmarks" / "arith"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness.benchmark import load_module
+from harness.rollout.protocol import load_module
 from support import REPO
 
 eval_throughput = load_module(REPO / "bench" / "eval_throughput.py", "bench_eval_throughput")
@@ -309,7 +309,7 @@ def test_tree_sampler_sees_a_child_and_names_it(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from harness.resources import TreeSampler
+    from harness.run.memory import TreeSampler
 
     script = tmp_path / "hold.py"
     script.write_text("import time\nblock = bytearray(300 * 2**20)\nprint('ready', flush=True)\ntime.sleep(30)\n")
@@ -329,7 +329,7 @@ def test_tree_sampler_sees_a_child_and_names_it(tmp_path: Path) -> None:
 
 
 def test_digest_is_reused_only_while_files_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import digests
+    from harness.assets import digests
 
     store = tmp_path / "digests.json"
     weights = tmp_path / "model.safetensors"
@@ -360,8 +360,8 @@ def test_digest_is_reused_only_while_files_are_unchanged(tmp_path: Path, monkeyp
 def test_checkpoint_hash_is_the_content_hash_with_or_without_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness import digests
-    from harness.models import checkpoint_hash
+    from harness.assets import digests
+    from harness.assets.models import checkpoint_hash
 
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(digests, "RACY_S", 0.0)
@@ -382,7 +382,7 @@ def test_checkpoint_hash_is_the_content_hash_with_or_without_the_cache(
 def test_wait_ready_async_fails_fast_when_the_server_dies(tmp_path: Path) -> None:
     from harness.backends.local import LocalHandle
     from harness.errors import ServingError
-    from harness.serving import Endpoint, ModelServer
+    from harness.serving.server import Endpoint, ModelServer
 
     proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], text=True)
     server = ModelServer(LocalHandle(proc, None), tmp_path / "server.log", Endpoint("http://127.0.0.1:9/v1", "m"))
@@ -398,7 +398,7 @@ def test_a_server_that_fails_to_start_for_a_transient_reason_is_started_again(
     other start failure, or a third transient one, is an error that names the cause."""
     from harness.backends.local import LocalHandle
     from harness.errors import ServingError
-    from harness.serving import START_ATTEMPTS, Endpoint, ModelServer
+    from harness.serving.server import START_ATTEMPTS, Endpoint, ModelServer
 
     log = tmp_path / "server.log"
     endpoint = Endpoint(f"http://127.0.0.1:{chat_server.port}/v1", "m")
@@ -433,7 +433,7 @@ def test_a_server_that_fails_to_start_for_a_transient_reason_is_started_again(
 
 def test_wait_ready_async_returns_once_the_server_answers(chat_server: _ChatServer, tmp_path: Path) -> None:
     from harness.backends.local import LocalHandle
-    from harness.serving import Endpoint, ModelServer
+    from harness.serving.server import Endpoint, ModelServer
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True, text=True)
     handle = LocalHandle(proc, None)

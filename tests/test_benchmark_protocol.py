@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmark import Benchmark, Episode, Task, load_benchmark, register_benchmark
 from harness.errors import SpecError
-from harness.spec import load_spec
+from harness.rollout.protocol import Benchmark, Episode, Task, load_benchmark, register_benchmark
+from harness.spec.schema import load_spec
 from support import MATH_SPEC, REPO
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmark import Task, load_benchmark
-from harness.blame import AgentFailure, BenchmarkCodeError, blame, raise_site
-from harness.engines.verl_rollout import BudgetExhausted, Trajectory, traced_rollout
+from harness.engines.verl.rollout import BudgetExhausted, Trajectory, traced_rollout
 from harness.errors import RunFailure, SpecError
-from harness.evaluate import EvalSettings, evaluate
-from harness.spec import load_spec
+from harness.rollout.blame import AgentFailure, BenchmarkCodeError, blame, raise_site
+from harness.rollout.evaluate import EvalSettings, evaluate
+from harness.rollout.protocol import Task, load_benchmark
+from harness.spec.schema import load_spec
 from support import MATH_SPEC
 
 BENCHMARK = """
@@ -29,8 +29,8 @@ import json
 
 from fakeagentlib import run_agent
 
-from harness.benchmark import Benchmark, Episode, register_benchmark
-from harness.blame import AgentFailure
+from harness.rollout.protocol import Benchmark, Episode, register_benchmark
+from harness.rollout.blame import AgentFailure
 from harness.errors import SpecError
 
 EVENTS = []  # what the resources and the slow rollouts saw, in order

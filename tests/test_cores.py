@@ -1,5 +1,5 @@
 """The model servers and trainers the harness starts let OpenMP's waiting threads spin briefly, then sleep
-(harness.cores), unless the user's environment names a wait policy or a spin count. (A running vLLM server's
+(harness.serving.cores), unless the user's environment names a wait policy or a spin count. (A running vLLM server's
 /proc/<pid>/environ cannot show it: vLLM sets its process titles over the environment block.)"""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 from harness.backends.base import LaunchSpec
 from harness.backends.local import LocalBackend
-from harness.benchmark import open_benchmark
 from harness.engines.base import TrainRequest
 from harness.engines.child import PROGRESS_PREFIX, run_trainer
+from harness.rollout.protocol import open_benchmark
 
 REPORT = (
     f"import json, os; print({PROGRESS_PREFIX!r} + json.dumps("
@@ -50,7 +50,7 @@ def _trainer_policy(tmp_path: Path) -> dict[str, str | None]:
 
 
 def _server_policy() -> dict[str, str | None]:
-    from harness.serving import server_env
+    from harness.serving.server import server_env
 
     env = server_env()
     return {"omp": env.get("OMP_WAIT_POLICY"), "spin": env.get("GOMP_SPINCOUNT")}
@@ -80,7 +80,7 @@ def test_the_users_wait_policy_or_spin_count_wins(tmp_path: Path, monkeypatch: p
 
 
 def test_a_model_server_is_launched_with_the_short_spin(tmp_path: Path) -> None:
-    from harness.serving import launch
+    from harness.serving.server import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
     backend = ReportingBackend()

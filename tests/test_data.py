@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.data import fetch_split, load_split, read_jsonl
+from harness.assets.data import fetch_split, load_split, read_jsonl
 from harness.errors import DataError, SpecError
-from harness.spec import DatasetSpec, load_spec
+from harness.spec.schema import DatasetSpec, load_spec
 from support import MATH_SPEC, REPO
 
 

@@ -79,13 +79,13 @@ def test_harness_run_math_smoke(smoke_model: Path, tmp_path: Path) -> None:
     assert row["dataset_sha256"].startswith("273f2b1c")
     assert float(row["wall_train_s"]) > 0 and float(row["wall_eval_s"]) > 0
     # results are keyed by benchmark version; the folder the run saw is hashed into the row
-    from harness.precision import cpu_dtype
-    from harness.provenance import folder_hash
+    from harness.run.provenance import folder_hash
+    from harness.serving.hardware import cpu_dtype
 
     assert row["benchmark_version"] == "1"
     assert row["benchmark_sha256"] == folder_hash(checkout / "benchmarks" / "math")
 
-    from harness.results.store import ResultStore
+    from harness.results.store.store import ResultStore
 
     store = ResultStore(tmp_path / "results")
     outcomes = store.outcomes("math", row["run_id"])

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 
 def _tiny_tau2(dest: Path) -> None:
-    from harness.spec import _deep_merge
+    from harness.spec.schema import _deep_merge
 
     src = REPO / "benchmarks" / "tau2"
     shutil.copytree(src, dest / "tau2", ignore=shutil.ignore_patterns("__pycache__"))

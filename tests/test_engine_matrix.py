@@ -1,7 +1,7 @@
 """Every engine x every benchmark: an engine either can train a benchmark or refuses before anything runs, and the
 verl engine's rollout path works for each benchmark on a CPU.
 
-VERL's agent loop hands each sample to :func:`harness.engines.verl_rollout.traced_rollout` (tested in
+VERL's agent loop hands each sample to :func:`harness.engines.verl.rollout.traced_rollout` (tested in
 test_verl_engine.py for math's tool loop). Here it runs for every benchmark with the benchmark's real agent, its
 real resources (math: the MCP calculator) and, for τ², a real served user simulator (vLLM on the CPU), while the
 smoke model generates the policy's tokens through transformers, as a GPU rollout worker would through vLLM. So a
@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from harness.benchmark import SimulatorContext, open_benchmark
-from harness.data import load_split
+from harness.assets.data import load_split
 from harness.engines import check_engine, engine_names
 from harness.engines.shaping import Shaping
-from harness.engines.verl_ray import transformers_generator
-from harness.engines.verl_rollout import Trajectory, traced_rollout
+from harness.engines.verl.cluster import transformers_generator
+from harness.engines.verl.rollout import Trajectory, traced_rollout
 from harness.errors import SpecError
-from harness.spec import BenchmarkSpec
+from harness.rollout.protocol import SimulatorContext, open_benchmark
+from harness.spec.schema import BenchmarkSpec
 from support import REPO
 
 # Every benchmark folder, at its default profile: a new benchmark joins the matrix by existing.
@@ -90,7 +90,7 @@ def policy(smoke_model: Path) -> tuple[Any, Any]:
 @pytest.fixture(scope="module")
 def user_simulator(smoke_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """τ²'s user simulator as a run serves it: the smoke model on a real vLLM server."""
-    from harness.serving import serve
+    from harness.serving.server import serve
 
     spec = open_benchmark("tau2", "smoke")[0]
     log = tmp_path_factory.mktemp("simulator") / "server.log"

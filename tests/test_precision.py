@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import precision
-from harness.engines.trl_grpo import TrlGrpoConfig
-from harness.precision import cpu_dtype, native_bf16, serving_dtype
-from harness.serving import vllm_args
-from harness.spec import ServingSpec
+from harness.engines.trl.engine import TrlGrpoConfig
+from harness.serving import hardware as precision
+from harness.serving.hardware import cpu_dtype, native_bf16, serving_dtype
+from harness.serving.server import vllm_args
+from harness.spec.schema import ServingSpec
 
 X86_FLAGS = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 avx avx2 fma avx512f avx512bw avx512vl"
 CPUS = {
@@ -45,16 +45,16 @@ def test_an_unreadable_cpuinfo_means_float32(tmp_path: Path) -> None:
 def test_a_server_on_a_gpu_machine_keeps_vllms_auto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     info = tmp_path / "cpuinfo"
     info.write_text(CPUS["x86 with AVX512 only"])
-    monkeypatch.setattr("harness.provenance.gpu_names", lambda: ["NVIDIA H200"])
+    monkeypatch.setattr("harness.run.provenance.gpu_names", lambda: ["NVIDIA H200"])
     assert serving_dtype("native", info) == "auto" and serving_dtype("float32", info) == "float32"
-    monkeypatch.setattr("harness.provenance.gpu_names", lambda: [])
+    monkeypatch.setattr("harness.run.provenance.gpu_names", lambda: [])
     assert serving_dtype("native", info) == "float32"
 
 
 def test_the_server_is_started_with_the_resolved_dtype(monkeypatch: pytest.MonkeyPatch) -> None:
     for bf16 in (True, False):
         monkeypatch.setattr(precision, "native_bf16", lambda *_, bf16=bf16: bf16)
-        monkeypatch.setattr("harness.provenance.gpu_names", lambda: [])
+        monkeypatch.setattr("harness.run.provenance.gpu_names", lambda: [])
         args = vllm_args(Path("/m"), "policy", 8000, ServingSpec(dtype="native"))
         assert args[args.index("--dtype") + 1] == ("bfloat16" if bf16 else "float32")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.provenance import folder_hash, git_state, gpu_names, hardware
+from harness.run.provenance import folder_hash, git_state, gpu_names, hardware
 
 
 def git(root: Path, *args: str) -> None:

@@ -13,12 +13,12 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.paths import cache_dir, env_python
-from harness.provenance import run_packages
-from harness.reproduce import ReproduceOptions, Reproduction, package_drift, run_arguments
-from harness.results import ResultStore
-from harness.results.agreement import agreement
-from harness.results.codec import OutcomeRecords
-from harness.results.schema import packages_string
+from harness.results.stats.agreement import agreement
+from harness.results.store.codec import OutcomeRecords
+from harness.results.store.schema import packages_string
+from harness.results.store.store import ResultStore
+from harness.run.provenance import run_packages
+from harness.run.reproduce import ReproduceOptions, Reproduction, package_drift, run_arguments
 
 sys.path.insert(0, str(Path(__file__).parent / "results"))
 from results_factories import commit_all, init_repo, make_row, outcomes_from
@@ -150,7 +150,7 @@ def test_verdict_on_gpu_uses_the_paired_test_and_the_intervals() -> None:
 def test_the_reproduced_commit_converts_its_own_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Downloads are shared (their content is checked); converted models are not: a newer harness may write other
     files beside the weights, and the old commit's hash of the same model would then differ from its run's."""
-    from harness.reproduce import own_model_cache
+    from harness.run.reproduce import own_model_cache
 
     shared = tmp_path / "shared"
     for name in ("models/m", "datasets/math", "wheels"):

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.results.stats import pass_rate
-from harness.results.store import ResultStore
+from harness.results.stats.estimators import pass_rate
+from harness.results.store.store import ResultStore
 from support import REPO
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ import pytest
 
 from harness.backends.local import LocalBackend
 from harness.errors import HarnessError
-from harness.provenance import run_packages
-from harness.services import tool_commands
+from harness.run.provenance import run_packages
+from harness.serving.simulator import tool_commands
 from harness.tools.calculator import Calculator
 from harness.tools.servers import (
     TOOL_SERVERS,
@@ -109,7 +109,7 @@ def test_a_run_records_each_servers_packages(echo: Any) -> None:
 def test_no_core_module_names_a_tool() -> None:
     """The runner, its services and record, provenance and the backend interface know tool servers only through
     the registry (the Docker backend maps environments to images, the calculator's among them)."""
-    core = ["runner.py", "services.py", "record.py", "provenance.py", "plan.py"]
+    core = ["run/runner.py", "serving/simulator.py", "run/record.py", "run/provenance.py", "run/plan.py"]
     core += ["backends/base.py", "backends/local.py"]
     named = [m for m in core if re.search(r"calculat", (ROOT / "harness" / m).read_text(), re.IGNORECASE)]
     assert named == []

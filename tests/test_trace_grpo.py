@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.benchmark import Episode
 from harness.engines.base import TrainRequest
-from harness.engines.trace_grpo import TraceGrpoEngine, group_advantages, select_triplets
-from harness.record import _tensorboard_dir
-from harness.tracing import Call, TraceStore, TracingTransport, rollout_scope
+from harness.engines.trace.engine import TraceGrpoEngine, group_advantages, select_triplets
+from harness.rollout.protocol import Episode
+from harness.rollout.tracing import Call, TraceStore, TracingTransport, rollout_scope
+from harness.run.record import _tensorboard_dir
 from support import REPO
 
 
@@ -158,7 +158,7 @@ def test_pg_worker_updates_the_real_model(smoke_model: Path, tmp_path: Path) -> 
         )
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.engines.pg_worker", str(job)],
+        [sys.executable, "-m", "harness.engines.trace.worker", str(job)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -170,7 +170,7 @@ def test_pg_worker_updates_the_real_model(smoke_model: Path, tmp_path: Path) -> 
     assert result["grad_norm"] > 0 and result["tokens"] == 2 * len(prompt) + len(triplets[0]["completion_ids"]) + len(
         triplets[1]["completion_ids"]
     )
-    from harness.models import checkpoint_hash
+    from harness.assets.models import checkpoint_hash
 
     assert checkpoint_hash(out) != checkpoint_hash(smoke_model)
     assert (out / "config.json").exists() and any(out.glob("tokenizer*"))

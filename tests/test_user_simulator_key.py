@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmark import open_benchmark
-from harness.results.store import ResultStore
-from harness.serving import serve
+from harness.results.store.store import ResultStore
+from harness.rollout.protocol import open_benchmark
+from harness.serving.server import serve
 from support import REPO
 
 sys.path.insert(0, str(Path(__file__).parent / "reliability"))

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from harness.benchmark import Task, open_benchmark
-from harness.engines.verl import VerlConfig, VerlEngine, resolve_ray_address, to_verl_dict, verl_run_config
-from harness.engines.verl_rollout import NoTrainableTokens, Trajectory, parse_hermes, traced_rollout
-from harness.engines.verl_worker import step_record
+from harness.engines.verl.engine import VerlConfig, VerlEngine, resolve_ray_address, to_verl_dict, verl_run_config
+from harness.engines.verl.rollout import NoTrainableTokens, Trajectory, parse_hermes, traced_rollout
+from harness.engines.verl.worker import step_record
 from harness.errors import HarnessError
-from harness.spec import load_spec
+from harness.rollout.protocol import Task, open_benchmark
+from harness.spec.schema import load_spec
 from support import MATH_SPEC
 
 RUN_ARGS: dict[str, Any] = {
@@ -281,8 +281,8 @@ def test_rollouts_on_a_multi_worker_ray_cluster(
     """A Ray head started here (as `ray start` on a cluster's head node), joined by address; two rollout workers
     run the agent with the real model and the real calculator and return trainable traces."""
     pytest.importorskip("ray")
-    from harness.data import load_split
-    from harness.engines.verl_ray import cluster_rollouts
+    from harness.assets.data import load_split
+    from harness.engines.verl.cluster import cluster_rollouts
 
     # A throw-away cluster on this machine: no token authentication (the head and this driver share no token file).
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")

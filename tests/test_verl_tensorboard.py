@@ -1,10 +1,10 @@
 """The verl engine's TensorBoard wiring, as far as it runs without VERL (not installed on a CPU machine).
 
-* The spec -> VERL translation (:func:`harness.engines.verl.verl_run_config`): ``tensorboard`` joins VERL's
+* The spec -> VERL translation (:func:`harness.engines.verl.engine.verl_run_config`): ``tensorboard`` joins VERL's
   ``trainer.logger`` once, after the spec's own loggers and the file logger, whatever the spec or its overrides
   list, and ``TENSORBOARD_DIR`` (the folder VERL's TensorBoard logger writes to) goes to the Ray workers' environment.
 * The real path from the engine to VERL: ``VerlEngine.train`` writes the job, the local backend starts the real
-  worker (``harness.engines.verl_worker``), which writes the data files and composes VERL's configuration. VERL's
+  worker (``harness.engines.verl.worker``), which writes the data files and composes VERL's configuration. VERL's
   entry point (``verl.trainer.main_ppo.main``) and the Hydra/OmegaConf calls before it are stand-ins here that only
   record what they are handed and stop the worker: the test checks that VERL would get the ``tensorboard`` logger
   and ``artifacts/runs/<id>/train/tensorboard`` in both the worker's and the Ray workers' environment.
@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from harness.engines.base import TrainRequest
-from harness.engines.verl import VerlConfig, VerlEngine, verl_run_config
+from harness.engines.verl.engine import VerlConfig, VerlEngine, verl_run_config
 from harness.errors import HarnessError
-from harness.spec import load_spec
+from harness.spec.schema import load_spec
 from support import MATH_SPEC, REPO
 
 sys.path.insert(0, str(Path(__file__).parent / "results"))
@@ -173,8 +173,8 @@ def test_the_manifest_names_the_folder_that_holds_the_curves(tmp_path: Path) -> 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from torch.utils.tensorboard import SummaryWriter
 
-    from harness.record import RecordContext, build_manifest
-    from harness.run_state import RunOptions, RunState
+    from harness.run.record import RecordContext, build_manifest
+    from harness.run.state import RunOptions, RunState
 
     spec = load_spec(MATH_SPEC, "smoke-verl")
     run_dir = tmp_path / "runs" / "math-r1"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.benchmark import Benchmark, Episode, RolloutContext, Task, load_module, register_benchmark
+from harness.rollout.protocol import Benchmark, Episode, RolloutContext, Task, load_module, register_benchmark
 
 _reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_arith_reward")
 

@@ -10,7 +10,15 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.benchmark import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
+from harness.rollout.protocol import (
+    Benchmark,
+    Episode,
+    RolloutContext,
+    Task,
+    load_module,
+    message_record,
+    register_benchmark,
+)
 from harness.tools.calculator import calculate, open_calculator
 from harness.tools.schema import readable_functions
 

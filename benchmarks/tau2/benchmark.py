@@ -16,10 +16,18 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.benchmark import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
 from harness.errors import SpecError
 from harness.paths import cache_dir
-from harness.spec import BenchmarkSpec
+from harness.rollout.protocol import (
+    Benchmark,
+    Episode,
+    RolloutContext,
+    Task,
+    load_module,
+    message_record,
+    register_benchmark,
+)
+from harness.spec.schema import BenchmarkSpec
 
 _compat = load_module(Path(__file__).with_name("compat.py"), "harness_benchmark_tau2_compat")
 

@@ -9,7 +9,9 @@ from harness.engines.base import ENGINES, Engine, TrainRequest, TrainResult, reg
 
 def _load_builtin() -> None:
     # Importing an engine module registers it; heavy dependencies are imported lazily inside ``train``.
-    from harness.engines import trace_grpo, trl_grpo, verl  # noqa: F401
+    from harness.engines.trace import engine as _trace  # noqa: F401
+    from harness.engines.trl import engine as _trl  # noqa: F401
+    from harness.engines.verl import engine as _verl  # noqa: F401
 
 
 ENGINES.load = _load_builtin

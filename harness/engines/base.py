@@ -18,7 +18,7 @@ from harness.errors import SpecError
 from harness.registry import Registry
 
 if TYPE_CHECKING:
-    from harness.spec import BenchmarkSpec
+    from harness.spec.schema import BenchmarkSpec
 
 
 @dataclass(frozen=True)

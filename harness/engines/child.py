@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.base import LaunchSpec
-from harness.cores import share_cores
 from harness.engines.base import TrainRequest
 from harness.errors import EngineError
 from harness.exits import ExitWatch
+from harness.serving.cores import share_cores
 
 PROGRESS_PREFIX = "HARNESS_PROGRESS "
 """A worker's stdout line that starts with this is one JSON progress record."""
@@ -69,7 +69,9 @@ def run_trainer(
     process's environment and :data:`WORKER_ENV`, ``unset`` removed from it; ``mounts`` are the paths a container
     needs. With ``total_steps``, each record of a step (``step`` > 0) goes to ``request.on_progress`` as it arrives.
     """
-    environment = share_cores(dict(os.environ, **WORKER_ENV))  # beside a model server or another run (harness.cores)
+    environment = share_cores(
+        dict(os.environ, **WORKER_ENV)
+    )  # beside a model server or another run (harness.serving.cores)
     environment.update(env or {})
     for name in unset:
         environment.pop(name, None)

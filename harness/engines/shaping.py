@@ -2,7 +2,7 @@
 
 ``training.config.shaping`` maps names to weights. ``length_penalty`` is the harness's own term (the share of the
 response budget a rollout used, subtracted); every other name is one of the benchmark's ``shaping_terms``, a dense
-signal in [0, 1] that :meth:`harness.benchmark.Benchmark.shaping` computes from the scored episode (for example
+signal in [0, 1] that :meth:`harness.rollout.protocol.Benchmark.shaping` computes from the scored episode (for example
 math's ``format_reward``: the answer has the ``###`` format). Shaping exists for models too small to earn the task
 reward at first; pass rates never use it.
 """

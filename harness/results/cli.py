@@ -1,7 +1,7 @@
 """The ``results``, ``compare`` and ``report`` commands of the ``harness`` CLI.
 
-Only argument parsing lives here; the work is done by :class:`~harness.results.compare.CompareCommand`,
-:class:`~harness.results.report.ReportCommand` and :class:`~harness.results.store.ResultStore`. User errors are
+Only argument parsing lives here; the work is done by :class:`~harness.results.compare.compare.CompareCommand`,
+:class:`~harness.results.report.report.ReportCommand` and :class:`~harness.results.store.store.ResultStore`. User errors are
 raised as :class:`~harness.errors.ResultsError` for the main CLI to print as one line (exit code 2).
 """
 
@@ -14,8 +14,8 @@ from typing import Annotated
 import typer
 
 from harness.errors import ResultsError
-from harness.results import render
-from harness.results.store import ResultStore
+from harness.results.compare import render
+from harness.results.store.store import ResultStore
 
 
 class OutputFormat(StrEnum):
@@ -59,7 +59,7 @@ def results_command(
             typer.echo(f"{store.root / name / 'runs.csv'}: accepted with its runs' files, sha256 {digest}")
         return
     if verify:
-        from harness.results.verify import verify_store
+        from harness.results.store.verify import verify_store
 
         report = verify_store(store.root, names)
         for problem in report.problems:
@@ -114,7 +114,7 @@ def compare_command(
         raise ResultsError(f"--alpha must be between 0 and 1, got {alpha}")
     if allow_missing and not fail_on_regression:
         raise ResultsError("--allow-missing only applies with --fail-on-regression")
-    from harness.results.compare import CompareCommand  # scipy/numpy: imported when used
+    from harness.results.compare.compare import CompareCommand  # scipy/numpy: imported when used
 
     command = CompareCommand(a, b, benchmark, fmt.value, fail_on_regression, alpha, allow_missing=allow_missing)
     command.across_profiles = across_profiles
@@ -131,7 +131,7 @@ def report_command(
     ] = None,
 ) -> None:
     """Write report.html, report.md and PNG plots of the recorded results."""
-    from harness.results.report import ReportCommand  # matplotlib: imported when used
+    from harness.results.report.report import ReportCommand  # matplotlib: imported when used
 
     files = ReportCommand(out, benchmark, against).run()
     typer.echo(f"wrote {files.html} ({len(files.images)} plots) and {files.markdown}")

@@ -21,7 +21,7 @@ import pytest
 
 from harness import cli
 from harness.backends import docker as docker_backend
-from harness.results.store import ResultStore
+from harness.results.store.store import ResultStore
 from support import REPO
 from support_docker import engine_answers, image_exists, require_engine_and_images, unavailable
 

@@ -48,7 +48,7 @@ def test_gpu_services_reserve_gpus(cli: list[str]) -> None:
     cpu = compose_json(cli, "--profile", "cpu")["services"]
     for name in CPU_SERVICES | {"calculator"}:
         assert "deploy" not in cpu[name] or not cpu[name]["deploy"].get("resources", {}).get("reservations"), name
-    # the CPU model server shares the cores the way the harness's own servers do (harness.cores)
+    # the CPU model server shares the cores the way the harness's own servers do (harness.serving.cores)
     assert cpu["policy-server-cpu"]["environment"]["OMP_WAIT_POLICY"] == "PASSIVE"
 
 

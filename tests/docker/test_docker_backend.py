@@ -213,8 +213,8 @@ def test_harness_run_math_smoke_in_docker(smoke_model: Path, tmp_path: Path) -> 
     assert row["model_hash_before"] != row["model_hash_after"]
     assert "image:cpu=sha256:" in row["packages"] and "image:calculator=sha256:" in row["packages"], row["packages"]
 
-    from harness.results.schema import INFRA_ERROR_KINDS
-    from harness.results.store import ResultStore
+    from harness.results.store.schema import INFRA_ERROR_KINDS
+    from harness.results.store.store import ResultStore
 
     manifest = ResultStore(tmp_path / "results").manifest("math", row["run_id"])
     images = manifest["backend"]["images"]

@@ -76,7 +76,7 @@ def run_in(image: str, *args: str, mounts: tuple[str, ...] = (), env: dict[str, 
 
 VERSIONS = """
 import importlib.metadata as m, json, torch, vllm, verl, ray, transformers
-import harness.cli, harness.engines.verl, harness.engines.verl_agent_loop, harness.engines.verl_rollout
+import harness.cli, harness.engines.verl.engine, harness.engines.verl.agent_loop, harness.engines.verl.rollout
 import vllm.entrypoints.openai.api_server, verl.trainer.main_ppo  # what the policy server and the trainer start
 names = ["torch", "vllm", "verl", "ray", "transformers", "agent-framework-core", "mcp", "agent-rl-harness"]
 out = {n: m.version(n) for n in names}

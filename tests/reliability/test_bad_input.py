@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import SpecError
-from harness.spec import BenchmarkSpec, load_spec, spec_hash
+from harness.spec.schema import BenchmarkSpec, load_spec, spec_hash
 from support import MATH_SPEC, REPO
 from support_reliability import FIGURES
 
@@ -483,7 +483,7 @@ def test_fuzz_spec_bytes(tmp_path_factory: pytest.TempPathFactory, content: byte
 
 @pytest.fixture(scope="module")
 def math_bench() -> Any:
-    from harness.benchmark import load_benchmark
+    from harness.rollout.protocol import load_benchmark
 
     return load_benchmark(load_spec(MATH_SPEC), MATH_SPEC.parent)
 
@@ -513,7 +513,7 @@ TRUTHS = st.one_of(
 def test_fuzz_answer_parser_through_the_benchmark(math_bench: Any, completion: str, truth: str) -> None:
     """What the trainer and the evaluation call on model text: the task reward, the format check and the partial
     credit; all total functions with bounded values and time, for any text and any recorded answer."""
-    from harness.benchmark import Episode, Task
+    from harness.rollout.protocol import Episode, Task
 
     task = Task(id="t", prompt="q", answer=truth)
     FIGURES.add("fuzzed model answers scored")

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.results.store import ResultStore
+from harness.results.store.store import ResultStore
 from support_reliability import (
     FIGURES,
     HarnessProcess,
@@ -164,7 +164,7 @@ def story(tmp_path_factory: pytest.TempPathFactory, smoke_model: Path) -> Iterat
     checkpoint = story.run_dir / "train" / "trainer" / "checkpoint-1" / "trainer_state.json"
     wait_for(checkpoint.exists, 1500, "R's step-1 checkpoint", 0.5)
     assert r.tree is not None
-    workers = wait_for(lambda: r.tree.having("harness.engines.trl_worker"), 60, "R's trainer")
+    workers = wait_for(lambda: r.tree.having("harness.engines.trl.worker"), 60, "R's trainer")
     story.snapshots["killed_pids"] = list(workers)
     for pid in workers:
         os.kill(pid, signal.SIGKILL)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from harness.results.store import ResultStore
+from harness.results.store.store import ResultStore
 from support_reliability import FIGURES, harness, interrupt_and_time, run_env, wait_for
 
 pytestmark = pytest.mark.slow
@@ -49,8 +49,8 @@ CASES = [
     ("setup", signal.SIGTERM, "import convert_gguf"),
     ("baseline", signal.SIGINT, "vllm.entrypoints"),
     ("baseline", signal.SIGTERM, "mcp_server_calculator"),  # server up, rollouts in flight
-    ("train", signal.SIGINT, "harness.engines.trl_worker"),
-    ("train", signal.SIGTERM, "harness.engines.trl_worker"),
+    ("train", signal.SIGINT, "harness.engines.trl.worker"),
+    ("train", signal.SIGTERM, "harness.engines.trl.worker"),
 ]
 RECORDED: list[str] = []
 

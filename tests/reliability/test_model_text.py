@@ -3,7 +3,7 @@ and with memory and CPU limits.
 
 A scripted OpenAI-compatible server (a real HTTP server) plays a hostile model: its tool calls carry code, shell
 metacharacters and runaway arithmetic, and its final answers carry code too. They go through the real evaluation
-path (``harness.evaluate`` -> the math benchmark's Agent Framework agent -> the real MCP calculator in its own
+path (``harness.rollout.evaluate`` -> the math benchmark's Agent Framework agent -> the real MCP calculator in its own
 environment -> the real reward), and through the training engine's calculator tool. A marker file that any executed
 payload would create must not exist, and the calculator must still answer afterwards.
 """
@@ -22,9 +22,9 @@ from typing import Any
 
 import psutil
 
-from harness.benchmark import Task, load_benchmark
-from harness.evaluate import EvalSettings, evaluate
-from harness.spec import load_spec
+from harness.rollout.evaluate import EvalSettings, evaluate
+from harness.rollout.protocol import Task, load_benchmark
+from harness.spec.schema import load_spec
 from harness.tools.calculator import CALL_CPU_LIMIT_S, MEMORY_LIMIT_BYTES, calculate, open_calculator
 from support import MATH_SPEC, REPO
 from support_reliability import FIGURES, ScriptedModel, chat_completion
@@ -119,8 +119,8 @@ def test_hostile_tool_arguments_and_answers_run_nothing(tmp_path: Path) -> None:
 TRAINING_TOOL = """
 import asyncio, json, sys, threading
 from pathlib import Path
-from harness.benchmark import load_benchmark
-from harness.spec import load_spec
+from harness.rollout.protocol import load_benchmark
+from harness.spec.schema import load_spec
 spec_path = Path(sys.argv[1])
 (tool,) = load_benchmark(load_spec(spec_path), spec_path.parent).training_tools()
 loop = asyncio.new_event_loop()

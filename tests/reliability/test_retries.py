@@ -4,7 +4,7 @@ a 0 reward; the summary counts both.
 A real vLLM server serves the smoke model; a real HTTP proxy in front of it injects faults per task (503 and 500
 answers, dropped connections, a request held past the client timeout, a task whose requests always fail), and a
 second evaluation starts before anything listens on its port (connection refused). The evaluation is the
-harness's own (``harness.evaluate`` with the math agent and the real calculator).
+harness's own (``harness.rollout.evaluate`` with the math agent and the real calculator).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmark import load_benchmark
-from harness.data import load_split
-from harness.evaluate import EvalSettings, evaluate
-from harness.run_state import summarize
-from harness.serving import free_port, serve
-from harness.spec import load_spec
+from harness.assets.data import load_split
+from harness.rollout.evaluate import EvalSettings, evaluate
+from harness.rollout.protocol import load_benchmark
+from harness.run.state import summarize
+from harness.serving.server import free_port, serve
+from harness.spec.schema import load_spec
 from support import MATH_SPEC
 from support_reliability import FIGURES, FaultPlan, FaultProxy
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.results.store import ResultStore
+from harness.results.store.store import ResultStore
 from support import REPO
 from support_reliability import harness, wait_for
 
@@ -47,7 +47,7 @@ def test_sigusr1_prints_every_threads_stack_and_the_run_goes_on(smoke_model: Pat
     headers = HEADER.findall(out)
     assert headers.count("Current thread") == 2  # one dump per signal
     # every thread, not only the one that took the signal: the main thread in the run's phases, and the run's
-    # helper threads (the memory sampler of harness/resources.py among them)
+    # helper threads (the memory sampler of harness/run/memory.py among them)
     assert headers.count("Thread") >= 1, out[-4000:]
     dump = out[out.index("(most recent call first):") :]
     assert re.search(r'File ".*/harness/runner\.py", line \d+ in _run\n', dump), dump[:3000]

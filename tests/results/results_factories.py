@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.results import ResultStore, RunRow, TaskOutcome
+from harness.results.store.schema import RunRow, TaskOutcome
+from harness.results.store.store import ResultStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATASET = "d" * 64
@@ -115,7 +116,7 @@ def accept_file(path: Path) -> None:
     Simulates a file that matches its checksum but is damaged (written so by a faulty tool), to reach the checks
     behind the checksum.
     """
-    from harness.results.checksums import FileSums
+    from harness.results.store.checksums import FileSums
 
     folder = path.parent.parent
     sums_file = folder / "files.sha256"

@@ -12,10 +12,10 @@ from results_factories import commit_all, git, init_repo, make_row, outcomes_fro
 from typer.testing import CliRunner, Result
 
 from harness.errors import ResultsError
-from harness.results import ResultStore
 from harness.results.cli import register
-from harness.results.compare import CompareCommand, compare
-from harness.results.sources import RevisionSource, RunIdsSource, WorktreeSource, parse_source
+from harness.results.compare.compare import CompareCommand, compare
+from harness.results.store.sources import RevisionSource, RunIdsSource, WorktreeSource, parse_source
+from harness.results.store.store import ResultStore
 
 
 @dataclass

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from results_factories import child_env, record
 
-from harness.results import ResultStore
+from harness.results.store.store import ResultStore
 
 WORKER_PRELUDE = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {tests_dir!r})
     from pathlib import Path
-    from harness.results import ResultStore
+    from harness.results.store.store import ResultStore
     from harness.errors import ResultsError
     from results_factories import record
     """

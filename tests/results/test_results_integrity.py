@@ -11,9 +11,9 @@ import pytest
 from results_factories import REPO_ROOT, commit_all, init_repo, make_row, outcomes_from, record
 
 from harness.errors import ResultsError
-from harness.results import ResultStore
-from harness.results.compare import compare
-from harness.results.sources import RevisionSource, RunIdsSource
+from harness.results.compare.compare import compare
+from harness.results.store.sources import RevisionSource, RunIdsSource
+from harness.results.store.store import ResultStore
 
 
 def harness(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,8 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from harness.results import paired, stats
+from harness.results.stats import estimators as stats
+from harness.results.stats import paired
 
 
 def test_clopper_pearson_matches_statsmodels() -> None:

@@ -15,12 +15,12 @@ from matplotlib.image import imread
 from results_factories import commit_all, git, init_repo, make_row, outcomes_from, record
 from typer.testing import CliRunner
 
-from harness.results import ResultStore
 from harness.results.cli import register
-from harness.results.compare import compare
-from harness.results.render import ci, pct
-from harness.results.report import ReportFiles, build_report, order_commits
-from harness.results.sources import parse_source
+from harness.results.compare.compare import compare
+from harness.results.compare.render import ci, pct
+from harness.results.report.report import ReportFiles, build_report, order_commits
+from harness.results.store.sources import parse_source
+from harness.results.store.store import ResultStore
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [

@@ -13,7 +13,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from harness.results import stats
+from harness.results.stats import estimators as stats
 
 WILSON_CASES = [(0, 1), (1, 1), (0, 50), (50, 50), (45, 50), (20, 50), (1, 2), (7, 13), (999, 1000), (3, 1000)]
 

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from results_factories import make_row
 
-from harness.benchmark import Episode
-from harness.results import ResultStore, TaskOutcome
-from harness.results.compare import compare
-from harness.results.sources import RunIdsSource
-from harness.results.stats import wilson_interval
-from harness.run_state import summarize
+from harness.results.compare.compare import compare
+from harness.results.stats.estimators import wilson_interval
+from harness.results.store.schema import TaskOutcome
+from harness.results.store.sources import RunIdsSource
+from harness.results.store.store import ResultStore
+from harness.rollout.protocol import Episode
+from harness.run.state import summarize
 
 
 def _episodes(seed: int, n_tasks: int = 30, samples: int = 4) -> list[Episode]:

@@ -12,9 +12,16 @@ from pydantic import ValidationError
 from results_factories import accept_file, make_row, outcomes_from, record
 
 from harness.errors import HarnessError, ResultsError
-from harness.results import FORMAT_VERSION, ResultStore, RunRow
-from harness.results.schema import RUN_COLUMNS, packages_string, parse_packages, utc_now_iso
-from harness.results.upgrade import upgrade_row
+from harness.results.store.schema import (
+    FORMAT_VERSION,
+    RUN_COLUMNS,
+    RunRow,
+    packages_string,
+    parse_packages,
+    utc_now_iso,
+)
+from harness.results.store.store import ResultStore
+from harness.results.store.upgrade import upgrade_row
 
 
 def one_line_error(exc: pytest.ExceptionInfo[ResultsError], *needles: str) -> str:
@@ -391,12 +398,3 @@ def test_infra_outcomes_round_trip(store: ResultStore) -> None:
     back = store.outcomes("math", "r1")
     assert [o.error_kind for o in back] == ["", "infra", ""]
     assert [o.is_infra for o in back] == [False, True, False]
-
-
-def test_lazy_package_exports() -> None:
-    import harness.results as results
-
-    assert results.Comparison.__name__ == "Comparison"
-    assert results.CompareCommand.__name__ == "CompareCommand"
-    with pytest.raises(AttributeError):
-        _ = results.not_a_thing

@@ -1,0 +1,178 @@
+"""The CPU training engine: GRPO with TRL's ``GRPOTrainer``.
+
+Real group-relative policy optimisation on CPU: for each prompt the policy samples ``num_generations``
+completions (running the benchmark's tools, e.g. the real MCP calculator, in TRL's tool loop), the benchmark's
+reward scores them, advantages are normalised within each group, and the clipped policy-gradient step updates the
+weights. The trainer runs in a child process (``harness.engines.trl.worker``) so its memory is returned when it
+ends and an interrupt can stop it; it prints one JSON progress line per step, which this side relays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
+from harness.engines.shaping import LENGTH_PENALTY, Shaping
+from harness.errors import SpecError
+
+
+class TrlGrpoConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    max_steps: int = Field(2, gt=0, description="Optimizer steps.")
+    train_limit: int | None = Field(None, gt=0, description="Use only the first N training tasks.")
+    prompts_per_step: int = Field(2, gt=0, description="Distinct tasks per step; each gets num_generations samples.")
+    num_generations: int = Field(4, ge=2, description="Group size G of GRPO.")
+    learning_rate: float = Field(1e-6, gt=0)
+    max_completion_length: int = Field(128, gt=0)
+    max_tool_calling_iterations: int = Field(2, ge=0)
+    temperature: float = Field(1.0, gt=0)
+    beta: float = Field(0.0, ge=0, description="KL coefficient; 0 disables the reference model.")
+    epsilon: float = Field(0.2, gt=0, description="Lower clip range.")
+    epsilon_high: float = Field(0.3, gt=0, description="Upper clip range.")
+    format_reward: float = Field(
+        0.0, ge=0, description="Extra reward for a final answer in the required format (shapes small models)."
+    )
+    partial_credit: float = Field(
+        0.0,
+        ge=0,
+        description="Weight of the benchmark's dense partial-credit reward (e.g. closeness of the last number to "
+        "the answer), for models too small to earn the task reward.",
+    )
+    length_penalty: float = Field(
+        0.0,
+        ge=0,
+        description="Subtract this times (completion length / max length): a soft overlong penalty (as in DAPO) "
+        "that gives a small model a learning signal before it earns any task reward.",
+    )
+    micro_batch: int | None = Field(
+        None,
+        gt=0,
+        description="Sequences per forward/backward pass; the step's prompts_per_step x num_generations sequences are "
+        "accumulated in micro-batches of this size (same update, less activation memory). Default: all at once.",
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in the backward pass: less memory, about a third more compute."
+    )
+    precision: Literal["float32", "bfloat16", "native"] = Field(
+        "float32",
+        description="Arithmetic of the forward and backward passes. bfloat16: mixed precision (bf16 autocast; "
+        "weights, gradients and optimizer state stay float32); native: bfloat16 where the CPU computes it natively "
+        "(AVX512-BF16 or AMX on x86, BF16 on Arm), else float32. Recorded with the checkpoint and in the manifest.",
+    )
+    torch_threads: int | None = Field(None, gt=0)
+    save_steps: int = Field(
+        1,
+        ge=0,
+        description="Save a resumable checkpoint (weights, optimizer, scheduler, RNG) every N steps before the last, "
+        "keeping only the newest; `harness run --resume` continues from it. 0: none.",
+    )
+
+    @model_validator(mode="after")
+    def _micro_batch_divides(self) -> TrlGrpoConfig:
+        batch = self.prompts_per_step * self.num_generations
+        if self.micro_batch is not None and batch % self.micro_batch:
+            raise ValueError(f"micro_batch {self.micro_batch} must divide prompts_per_step x num_generations = {batch}")
+        return self
+
+
+def shaping_of(config: TrlGrpoConfig) -> Shaping:
+    """The config's shaping keys as the benchmark's shaping terms (``format_reward``, ``partial_credit``) and the
+    length penalty."""
+    return Shaping.from_config(
+        {
+            "format_reward": config.format_reward,
+            "partial_credit": config.partial_credit,
+            LENGTH_PENALTY: config.length_penalty,
+        }
+    )
+
+
+@register_engine
+class TrlGrpoEngine:
+    name: ClassVar[str] = "trl-grpo"
+    config_model: ClassVar[type[BaseModel]] = TrlGrpoConfig
+    starts_while_server_stops: ClassVar[bool] = True  # a CPU trainer: its memory peaks tens of seconds in
+
+    @staticmethod
+    def check(spec: Any, bench: Any) -> None:
+        """Before anything starts: the benchmark has the single-turn hooks, and the shaping terms exist."""
+        if not bench.trains_single_turn():
+            raise SpecError(
+                f"benchmark {bench.name!r} has no single-turn training hooks (training_prompt, score_completion) "
+                "that engine 'trl-grpo' needs: train it with engine 'trace-grpo' or 'verl'"
+            )
+        shaping_of(TrlGrpoConfig.model_validate(spec.training.config)).check(bench)
+
+    def train(self, request: TrainRequest) -> TrainResult:
+        config = TrlGrpoConfig.model_validate(request.spec.training.config)
+        request.output_dir.mkdir(parents=True, exist_ok=True)
+        resume = last_checkpoint(request.resume_from / "trainer") if request.resume_from else None
+        job = write_job(
+            request.output_dir / "train-request.json",
+            request_job(request, resume_from_checkpoint=str(resume) if resume else ""),
+        )
+        start = time.monotonic()
+        metrics = run_trainer(
+            request,
+            what="trl-grpo training",
+            module="harness.engines.trl.worker",
+            job=job,
+            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
+            env={"TRL_EXPERIMENTAL_SILENCE": os.environ.get("TRL_EXPERIMENTAL_SILENCE", "1")},
+            total_steps=config.max_steps,
+        )
+        checkpoint = require_checkpoint(request.output_dir / "checkpoint", "trl-grpo training", request.log_path)
+        for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the
+            shutil.rmtree(saved, ignore_errors=True)  # optimizer state is twice the model's size
+        try:
+            steps = int(json.loads((checkpoint / "harness-train.json").read_text())["steps"])
+        except (OSError, ValueError, KeyError, TypeError):
+            steps = len(metrics)
+        return TrainResult(
+            checkpoint=checkpoint,
+            steps=steps,
+            metrics=metrics,
+            wall_s=time.monotonic() - start,
+            resumed_from_step=checkpoint_step(resume) if resume else 0,
+        )
+
+
+CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt", "config.json")
+
+
+def checkpoint_step(path: Path) -> int:
+    return int(path.name.rpartition("-")[2])
+
+
+def last_checkpoint(trainer_dir: Path) -> Path | None:
+    """The newest complete ``checkpoint-<step>`` the trainer saved (one cut short by a crash is passed over)."""
+    if not trainer_dir.is_dir():
+        return None
+    complete = [
+        p
+        for p in trainer_dir.glob("checkpoint-*")
+        if p.name.rpartition("-")[2].isdigit() and all((p / f).exists() for f in CHECKPOINT_FILES) and _readable(p)
+    ]
+    return max(complete, key=checkpoint_step, default=None)
+
+
+def _readable(checkpoint: Path) -> bool:
+    """The trainer writes trainer_state.json last: when it parses, the files before it are complete."""
+    try:
+        return isinstance(json.loads((checkpoint / "trainer_state.json").read_text()), dict)
+    except (OSError, ValueError):
+        return False
+
+
+def load_request(path: Path) -> dict[str, str]:
+    data: dict[str, str] = json.loads(path.read_text())
+    return data

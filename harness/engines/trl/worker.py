@@ -1,0 +1,177 @@
+"""Child process of the ``trl-grpo`` engine: build the dataset, tools and reward, run ``GRPOTrainer``, save.
+
+Run as ``python -m harness.engines.trl.worker <train-request.json>``; prints one ``HARNESS_PROGRESS`` JSON line
+per optimizer step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.engines.child import progress_line
+from harness.engines.trl.engine import TrlGrpoConfig, load_request, shaping_of
+from harness.serving.hardware import cpu_dtype
+
+
+def _final_text(completion: Any) -> str:
+    """The last assistant text of a conversational completion (or the text of a plain one)."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(completion):
+        if message.get("role") == "assistant" and message.get("content"):
+            content = message["content"]
+            if isinstance(content, list):
+                return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            return str(content)
+    return ""
+
+
+def main(job_path: str) -> int:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from harness.assets.data import load_split
+    from harness.rollout.protocol import Episode, Task, load_benchmark
+    from harness.spec.schema import load_spec
+
+    job = load_request(Path(job_path))
+    spec = load_spec(Path(job["spec_path"]), job["profile"])
+    bench = load_benchmark(spec, Path(job["spec_path"]).parent)
+    config = TrlGrpoConfig.model_validate(spec.training.config)
+    seed = int(job["seed"])
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    precision = cpu_dtype(config.precision)
+    print(f"precision: {precision} (spec: {config.precision})", flush=True)
+
+    mirror = Path(job["data_mirror"]) if job.get("data_mirror") else None
+    rows, _ = load_split(spec.dataset, spec.training.split, mirror)
+    tasks = bench.tasks(rows)
+    if config.train_limit:
+        tasks = tasks[: config.train_limit]
+    by_id = {t.id: t for t in tasks}
+    dataset = Dataset.from_list([{"prompt": bench.training_prompt(t), "task_id": t.id} for t in tasks])
+
+    shaping = shaping_of(config)
+
+    def scored(completion: Any, task_id: str) -> tuple[Episode, Task]:
+        task, final = by_id[task_id], _final_text(completion)
+        reward = float(bench.score_completion(final, task))
+        return Episode(
+            task_id, 0, reward=reward, passed=reward >= 1.0, messages=[{"role": "assistant", "text": final}]
+        ), task
+
+    def correctness(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
+        return [scored(c, t)[0].reward for c, t in zip(completions, task_id, strict=True)]
+
+    def term(name: str, weight: float) -> Any:
+        def reward(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
+            out = []
+            for c, t in zip(completions, task_id, strict=True):
+                episode, task = scored(c, t)
+                out.append(weight * float(bench.shaping(episode, task).get(name, 0.0)))
+            return out
+
+        reward.__name__ = name  # TRL logs each reward function under its name
+        return reward
+
+    def overlong(completion_ids: list[list[int]], **_: Any) -> list[float]:
+        limit = config.max_completion_length
+        return [-shaping.length_penalty * min(1.0, len(ids) / limit) for ids in completion_ids]
+
+    reward_funcs: list[Any] = [correctness, *(term(n, w) for n, w in shaping.weights.items())]
+    if shaping.length_penalty > 0:
+        reward_funcs.append(overlong)
+    out = Path(job["output_dir"])
+    batch = config.prompts_per_step * config.num_generations
+    micro = config.micro_batch or batch
+    if batch % micro:
+        raise SystemExit(f"micro_batch {micro} does not divide prompts_per_step x num_generations = {batch}")
+    # Curves for TensorBoard through transformers' own TensorBoard callback (its folder comes from this variable).
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")
+    args = GRPOConfig(
+        output_dir=str(out / "trainer"),
+        use_cpu=True,
+        bf16=precision == "bfloat16",  # mixed precision: the model and its optimizer state stay float32
+        seed=seed,
+        data_seed=seed,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=batch // micro,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        max_tool_calling_iterations=config.max_tool_calling_iterations,
+        learning_rate=config.learning_rate,
+        beta=config.beta,
+        epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high,
+        temperature=config.temperature,
+        logging_steps=1,
+        save_strategy="no",  # resumable checkpoints are requested by the callback below, before the last step
+        save_total_limit=1,
+        report_to=["tensorboard"],
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        gradient_checkpointing=config.gradient_checkpointing,
+        model_init_kwargs={"dtype": torch.float32},
+    )
+    tokenizer = AutoTokenizer.from_pretrained(job["base_model"])
+    started = time.monotonic()
+
+    class Progress(TrainerCallback):  # type: ignore[misc]
+        last = started
+
+        def on_log(
+            self, _args: Any, state: Any, _control: Any, logs: dict[str, float] | None = None, **__: Any
+        ) -> None:
+            if not logs or "loss" not in logs:
+                return
+            now = time.monotonic()
+            record = {"step": state.global_step, "step_time_s": round(now - self.last, 3)}
+            self.last = now
+            for key, value in logs.items():
+                if isinstance(value, int | float):
+                    record[key.replace("/", "_")] = float(value)
+            record["reward_mean"] = float(logs.get("reward", 0.0))
+            print(progress_line(record), flush=True)
+
+    class SaveForResume(TrainerCallback):  # type: ignore[misc]
+        """Save a resumable checkpoint every ``save_steps`` steps; the last step's weights are saved below."""
+
+        def on_step_end(self, _args: Any, state: Any, control: Any, **__: Any) -> None:
+            step = state.global_step
+            if config.save_steps and step % config.save_steps == 0 and step < config.max_steps:
+                control.should_save = True
+
+    trainer = GRPOTrainer(
+        model=job["base_model"],
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        tools=bench.training_tools() or None,
+        callbacks=[Progress(), SaveForResume()],
+    )
+    resume = job.get("resume_from_checkpoint") or None
+    if resume:
+        print(f"resuming from {resume}", flush=True)
+    trainer.train(resume_from_checkpoint=resume)
+    checkpoint = out / "checkpoint"
+    trainer.save_model(str(checkpoint))
+    tokenizer.save_pretrained(str(checkpoint))
+    (checkpoint / "harness-train.json").write_text(
+        json.dumps({"engine": "trl-grpo", "steps": trainer.state.global_step, "seed": seed, "precision": precision})
+        + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,277 @@
+"""Child process of the ``verl`` engine: data files, VERL's trainer on Ray, step metrics, the merged checkpoint.
+
+Run as ``python -m harness.engines.verl.worker <train-request.json>``. It writes the training and validation tasks
+as VERL parquet files (each row carries the task for the agent loop), composes VERL's ``ppo_trainer`` config with
+the run's keys (:func:`harness.engines.verl.engine.verl_run_config`), runs VERL's ``main_ppo`` entry point, relays each
+step's metrics as one ``HARNESS_PROGRESS`` JSON line, and merges the last FSDP checkpoint into a Hugging Face
+folder (``<output>/checkpoint``) with VERL's model merger.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.engines.child import progress_line
+from harness.engines.verl.engine import (
+    AGENT_LOOP_NAME,
+    AGENT_LOOP_TARGET,
+    MULTICAST_OFF,
+    VerlConfig,
+    verl_run_config,
+)
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+    "generation_config.json",
+)
+
+
+def step_record(step: int, data: dict[str, Any]) -> dict[str, float]:
+    """The harness's per-step summary of VERL's metrics (all of them stay in ``verl-metrics.jsonl``)."""
+    record: dict[str, float] = {"step": step}
+
+    def pick(*keys: str) -> float | None:
+        for key in keys:
+            if isinstance(data.get(key), int | float):
+                return float(data[key])
+        return None
+
+    values = {
+        "reward_mean": pick("critic/score/mean", "critic/rewards/mean"),
+        "response_length_mean": pick("response_length/mean"),
+        "step_time_s": pick("timing_s/step"),
+        "tokens_total": pick("perf/total_num_tokens"),
+        "tokens_per_s_per_gpu": pick("perf/throughput"),
+    }
+    for key, value in data.items():
+        if re.fullmatch(r"val-core/[^/]+/acc/mean@\d+", key) and isinstance(value, int | float):
+            values["val_pass_rate"] = float(value)
+        if re.fullmatch(r"val-core/[^/]+/reward/mean@\d+", key) and isinstance(value, int | float):
+            values.setdefault("val_reward_mean", float(value))
+    if values["tokens_total"] is not None and values["step_time_s"]:
+        values["tokens_per_s"] = values["tokens_total"] / values["step_time_s"]
+    record.update({k: round(v, 6) for k, v in values.items() if v is not None})
+    return record
+
+
+class MetricsRelay(threading.Thread):
+    """Follows VERL's file logger (one JSON object per logged step) and prints a progress line per step."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.stop = threading.Event()
+        self.records: list[dict[str, float]] = []
+
+    def run(self) -> None:
+        offset = 0
+        while True:
+            done = self.stop.is_set()
+            if self.path.exists():
+                with self.path.open("rb") as fh:
+                    fh.seek(offset)
+                    chunk = fh.read()
+                complete = chunk[: chunk.rfind(b"\n") + 1]
+                offset += len(complete)
+                for line in complete.splitlines():
+                    entry = json.loads(line)
+                    record = step_record(int(entry.get("step", 0)), entry.get("data", {}))
+                    self.records.append(record)
+                    print(progress_line(record), flush=True)
+            if done:
+                return
+            time.sleep(1.0)
+
+
+def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path, Path | None, int]:
+    """The training and validation tasks as VERL parquet files; each row carries its task for the agent loop."""
+    import pandas as pd
+
+    from harness.assets.data import load_split
+    from harness.rollout.protocol import load_benchmark
+    from harness.spec.schema import load_spec
+
+    spec_path = Path(job["spec_path"])
+    spec = load_spec(spec_path, job["profile"])
+    bench = load_benchmark(spec, spec_path.parent)
+    mirror = Path(job["data_mirror"]) if job.get("data_mirror") else None
+    shaping = json.dumps(config.shaping)
+    simulator = job.get("simulator") or {}
+
+    def rows(split: str, limit: int | None) -> list[dict[str, Any]]:
+        split_rows, _ = load_split(spec.dataset, split, mirror)
+        tasks = bench.tasks(split_rows)[: limit or None]
+        return [
+            {
+                "data_source": spec.name,
+                "agent_name": AGENT_LOOP_NAME,
+                # VERL's dataset wants a chat prompt; the agent loop renders the agent's own conversation instead
+                "prompt": [{"role": "user", "content": f"task {t.id}"}],
+                "ability": "agent",
+                "reward_model": {"style": "agent", "ground_truth": t.answer},
+                "extra_info": {
+                    "index": i,
+                    "task_id": t.id,
+                    "prompt": t.prompt,
+                    "answer": t.answer,
+                    "task_data": json.dumps(t.data, default=str),
+                    "spec_path": str(spec_path),
+                    "profile": spec.profile,
+                    "max_turns": spec.agent.max_turns,
+                    "max_tokens": spec.evaluation.max_tokens,
+                    "seed": int(job["seed"]),
+                    "shaping": shaping,
+                    "simulator_url": str(simulator.get("base_url") or ""),
+                    "simulator_model": str(simulator.get("model") or ""),
+                },
+            }
+            for i, t in enumerate(tasks)
+        ]
+
+    data_dir = out / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    train = rows(spec.training.split, config.train_limit)
+    if not train:
+        raise SystemExit(f"no training tasks in split {spec.training.split!r}")
+    train_file = data_dir / "train.parquet"
+    pd.DataFrame(train).to_parquet(train_file)
+    val_file = None
+    if spec.training.validation_split:
+        val_file = data_dir / "val.parquet"
+        pd.DataFrame(rows(spec.training.validation_split, config.val_limit)).to_parquet(val_file)
+    return train_file, val_file, len(train)
+
+
+def merge_checkpoint(checkpoints: Path, base_model: Path, target: Path) -> Path:
+    """Merge the last saved FSDP actor into a Hugging Face folder at ``target`` (VERL's model merger)."""
+    steps = sorted(
+        (p for p in checkpoints.glob("global_step_*") if (p / "actor").is_dir()),
+        key=lambda p: int(p.name.rsplit("_", 1)[1]),
+    )
+    if not steps:
+        raise SystemExit(f"VERL saved no checkpoint under {checkpoints}")
+    actor = steps[-1] / "actor"
+    cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp"]
+    cmd += ["--local_dir", str(actor), "--target_dir", str(target)]
+    print("merging", actor, "->", target, flush=True)
+    subprocess.run(cmd, check=True)
+    # The tokenizer is not trained: take the base model's files, chat template included, as the server needs them.
+    for name in TOKENIZER_FILES:
+        src = base_model / name
+        if src.exists():
+            shutil.copy2(src, target / name)
+    return steps[-1]
+
+
+def main(job_path: str) -> int:
+    import hydra
+    import verl.trainer.main_ppo as main_ppo
+    from omegaconf import OmegaConf
+
+    job = json.loads(Path(job_path).read_text())
+    from harness.spec.schema import load_spec
+
+    spec = load_spec(Path(job["spec_path"]), job["profile"])
+    config = VerlConfig.model_validate(spec.training.config)
+    out = Path(job["output_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    train_file, val_file, n_train = write_data(job, config, out)
+    agent_loops = out / "agent-loops.yaml"
+    agent_loops.write_text(json.dumps([{"name": AGENT_LOOP_NAME, "_target_": AGENT_LOOP_TARGET}]) + "\n")
+    metrics_file = out / "verl-metrics.jsonl"
+    metrics_file.unlink(missing_ok=True)
+    trace_file = out / "rollout-traces.jsonl"
+    trace_file.unlink(missing_ok=True)
+
+    repo_root = str(Path(__file__).resolve().parents[2])
+    python_path = os.pathsep.join(p for p in (repo_root, os.environ.get("PYTHONPATH", "")) if p)
+    env_vars = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
+    env_vars.update(MULTICAST_OFF)
+    env_vars.update(
+        {
+            "PYTHONPATH": python_path,
+            "VERL_FILE_LOGGER_PATH": str(metrics_file),
+            "HARNESS_VERL_TRACE": str(trace_file),
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
+    os.environ["VERL_FILE_LOGGER_PATH"] = str(metrics_file)
+    os.environ["HARNESS_VERL_TRACE"] = str(trace_file)
+    # Curves for TensorBoard through VERL's own logger, where the tensorboard package is installed.
+    tensorboard_dir = out / "tensorboard" if importlib.util.find_spec("tensorboard") else None
+    if tensorboard_dir is None:
+        print("verl: tensorboard is not installed; no TensorBoard curves", flush=True)
+    else:
+        os.environ["TENSORBOARD_DIR"] = str(tensorboard_dir)
+    run_config = verl_run_config(
+        config,
+        model_path=job["base_model"],
+        train_file=str(train_file),
+        val_file=str(val_file) if val_file else None,
+        output_dir=out,
+        agent_loop_config=str(agent_loops),
+        seed=int(job["seed"]),
+        ray_address=job.get("ray_address"),
+        env_vars=env_vars,
+        tensorboard_dir=tensorboard_dir,
+    )
+    (out / "verl-config.json").write_text(json.dumps(run_config, indent=2, sort_keys=True) + "\n")
+    print(f"verl: {n_train} training tasks; ray {run_config['ray_kwargs']['ray_init']['address']}", flush=True)
+
+    config_dir = str(Path(main_ppo.__file__).parent / "config")
+    with hydra.initialize_config_dir(config_dir=config_dir, version_base=None):
+        cfg = hydra.compose(config_name="ppo_trainer")
+    OmegaConf.set_struct(cfg, False)
+    cfg = OmegaConf.merge(cfg, OmegaConf.create(run_config))
+
+    relay = MetricsRelay(metrics_file)
+    relay.start()
+    try:
+        main_ppo.main(cfg)  # hydra's entry point runs its function directly when given a config
+    finally:
+        relay.stop.set()
+        relay.join(timeout=30)
+    trained = [r for r in relay.records if r.get("step", 0) > 0 and "step_time_s" in r]
+    if not trained:
+        raise SystemExit("VERL logged no training step: nothing was trained")
+    traced = trace_file.read_text().splitlines() if trace_file.exists() else []
+    llm_calls = sum(json.loads(line)["llm_calls"] for line in traced)
+    if llm_calls == 0:
+        raise SystemExit("the rollouts traced no LLM call of the agent: zero trainable triplets")
+    checkpoint = out / "checkpoint"
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    last = merge_checkpoint(Path(run_config["trainer"]["default_local_dir"]), Path(job["base_model"]), checkpoint)
+    (checkpoint / "harness-train.json").write_text(
+        json.dumps(
+            {
+                "engine": "verl",
+                "steps": len(trained),
+                "seed": int(job["seed"]),
+                "verl_checkpoint": last.name,
+                "rollouts_traced": len(traced),
+                "llm_calls_traced": llm_calls,
+            }
+        )
+        + "\n"
+    )
+    print(f"verl: {len(trained)} steps, {len(traced)} rollouts traced ({llm_calls} LLM calls)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

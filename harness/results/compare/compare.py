@@ -1,0 +1,308 @@
+"""Compare two sources (revisions, working tree, runs) benchmark by benchmark, with honest statistics.
+
+Runs are paired by (benchmark, profile). For each side the runs' final-phase outcomes are pooled by task
+(:mod:`harness.results.stats.aggregate`) and summarised over that side's own tasks (:mod:`harness.results.stats.summary`);
+the difference B - A is the mean over the tasks both sides have data for, its p-value comes from the exact
+McNemar test (one sample per task) or the sign-flip permutation test (several: exact while its work is small,
+else Monte Carlo; :func:`harness.results.stats.estimators.sign_flip_test`), and its interval inverts
+that test (:mod:`harness.results.stats.paired`), so the interval excludes 0 exactly when the mark is ``+`` or ``-``.
+Marks, as in ``asv compare``:
+
+``+`` significant improvement, ``-`` significant regression, ``~`` difference not significant at ``alpha``,
+``x`` not comparable (one side missing, or different dataset hash, eval split or task count).
+
+:class:`CompareCommand` is the command object (``run()`` prints and returns the exit code); :func:`compare`
+returns the typed :class:`Comparison`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+
+from harness.errors import ResultsError
+from harness.results.compare import render
+from harness.results.stats.aggregate import TaskCounts, pool
+from harness.results.stats.estimators import DEFAULT_SEED
+from harness.results.stats.paired import paired_difference
+from harness.results.stats.summary import summarize_counts
+from harness.results.store.schema import RunRow
+from harness.results.store.sources import Source, comparability_key, parse_source
+
+Mark = Literal["+", "-", "~", "x"]
+OutputFormat = Literal["table", "md", "json"]
+
+
+class SideSummary(BaseModel):
+    """One side of one (benchmark, profile) pair."""
+
+    label: str = Field(description="The source's label (revision, worktree or run list).")
+    run_ids: list[str] = Field(description="Runs pooled on this side.")
+    git_commits: list[str] = Field(description="Distinct git commits of those runs.")
+    phases: list[str] = Field(description="Phases used (after when the runs trained, else before).")
+    dataset_sha256: str = Field(description="Dataset hash of the runs.")
+    eval_split: str = Field(description="Evaluation split of the runs.")
+    n_tasks_declared: int = Field(description="n_tasks recorded in the run rows.")
+    n_tasks: int = Field(description="Tasks with at least one non-infra sample.")
+    n_samples: int = Field(description="Non-infra samples pooled over runs.")
+    infra_errors: int = Field(description="Samples excluded as infrastructure errors.")
+    tasks_without_data: int = Field(description="Tasks whose every sample was an infrastructure error.")
+    pass_rate: float | None = Field(description="Mean over tasks of the task pass fraction.")
+    ci_low: float | None = Field(description="Lower CI bound of pass_rate.")
+    ci_high: float | None = Field(description="Upper CI bound of pass_rate.")
+    ci_method: str = Field(description="wilson (one sample per task) or wilson-design-effect (several).")
+    pass_hat_k: dict[int, float] = Field(description="pass^k (tau-bench) for k = 1 .. min(trials per task, 16).")
+
+
+class PairComparison(BaseModel):
+    """The comparison of one (benchmark, profile) between the two sources."""
+
+    benchmark: str = Field(description="Benchmark name.")
+    profile: str = Field(description="Spec profile.")
+    a: SideSummary | None = Field(description="Side A (None when A has no runs for this pair).")
+    b: SideSummary | None = Field(description="Side B (None when B has no runs for this pair).")
+    mark: Mark = Field(description="+ improvement, - regression, ~ not significant, x not comparable.")
+    reason: str = Field(default="", description="Why the pair is not comparable (mark x).")
+    n_paired_tasks: int = Field(default=0, description="Tasks with data on both sides.")
+    diff: float | None = Field(default=None, description="Mean over paired tasks of B - A pass fraction.")
+    diff_ci_low: float | None = Field(default=None, description="CI of diff (inverts the paired test), lower bound.")
+    diff_ci_high: float | None = Field(default=None, description="CI of diff, upper bound.")
+    diff_ci_method: str = Field(default="", description="How the CI of diff was computed.")
+    a_paired_pass: float | None = Field(default=None, description="A's pass rate over the paired tasks only.")
+    b_paired_pass: float | None = Field(default=None, description="B's pass rate over the paired tasks only.")
+    p_value: float | None = Field(default=None, description="Two-sided p-value of the paired test.")
+    test: str = Field(default="", description="Which paired test produced p_value.")
+    warnings: list[str] = Field(default_factory=list, description="Runs pooled that did not complete, and similar.")
+    new_failures: list[str] = Field(default_factory=list, description="Tasks solved on A but not on B.")
+    fixed: list[str] = Field(default_factory=list, description="Tasks solved on B but not on A.")
+
+
+class Comparison(BaseModel):
+    """Result of :func:`compare`."""
+
+    a_label: str = Field(description="Label of side A.")
+    b_label: str = Field(description="Label of side B.")
+    alpha: float = Field(description="Significance level; CIs are at 1 - alpha.")
+    pairs: list[PairComparison] = Field(description="One entry per (benchmark, profile) on either side.")
+
+    @property
+    def regressions(self) -> int:
+        """Number of significant regressions (mark ``-``)."""
+        return sum(p.mark == "-" for p in self.pairs)
+
+    @property
+    def improvements(self) -> int:
+        """Number of significant improvements (mark ``+``)."""
+        return sum(p.mark == "+" for p in self.pairs)
+
+    @property
+    def not_comparable(self) -> int:
+        """Number of pairs that could not be compared (mark ``x``)."""
+        return sum(p.mark == "x" for p in self.pairs)
+
+
+def _side(label: str, rows: Sequence[RunRow], counts: TaskCounts, confidence: float) -> SideSummary:
+    first = rows[0]
+    summary = summarize_counts(counts, confidence)
+    return SideSummary(
+        label=label,
+        run_ids=[r.run_id for r in rows],
+        git_commits=sorted({r.git_commit for r in rows}),
+        phases=list(counts.phases),
+        dataset_sha256=first.dataset_sha256,
+        eval_split=first.eval_split,
+        n_tasks_declared=first.n_tasks,
+        n_tasks=summary.n_tasks,
+        n_samples=summary.n_samples,
+        infra_errors=summary.infra_errors,
+        tasks_without_data=summary.tasks_without_data,
+        pass_rate=summary.pass_rate,
+        ci_low=summary.ci[0] if summary.ci else None,
+        ci_high=summary.ci[1] if summary.ci else None,
+        ci_method=summary.ci_method,
+        pass_hat_k=summary.pass_hat_k,
+    )
+
+
+def _not_comparable_reason(a: RunRow, b: RunRow) -> str:
+    fields = ("dataset_sha256", "eval_split", "n_tasks", "benchmark_version")
+    diffs = [
+        f"{name} {x!s:.12} vs {y!s:.12}"
+        for name, x, y in zip(fields, comparability_key(a), comparability_key(b), strict=True)
+        if x != y
+    ]
+    return "different " + "; ".join(diffs)
+
+
+@dataclass(frozen=True)
+class Side:
+    """Input of one side of a pair: a label, where its outcomes are read from, and the runs pooled."""
+
+    label: str
+    source: Source
+    rows: Sequence[RunRow]
+
+
+def side_counts(side: Side) -> TaskCounts:
+    """Per-task counts of a side's runs (final phases, or the source's phase; infra samples excluded)."""
+    records = side.source.outcome_records(side.rows[0].benchmark, [r.run_id for r in side.rows])
+    counts = pool(records, side.source.phase)
+    if side.source.phase is not None and not counts.task_ids:
+        raise ResultsError(f"{side.label}: the run(s) have no {side.source.phase} outcomes")
+    return counts
+
+
+def _incomplete_warnings(side_name: str, rows: Sequence[RunRow]) -> list[str]:
+    out = []
+    for row in rows:
+        if row.status != "complete":
+            where = f" in phase {row.failed_phase}" if row.failed_phase else ""
+            out.append(f"side {side_name}: run {row.run_id} is {row.status}{where}; its outcomes are partial")
+    return out
+
+
+def compare_pair(
+    key: tuple[str, str],
+    a: Side | None,
+    b: Side | None,
+    alpha: float = 0.05,
+    seed: int = DEFAULT_SEED,
+    missing: tuple[str, str] = ("", ""),
+) -> PairComparison:
+    """Compare one (benchmark, profile) between two sides (either may be missing: mark ``x``).
+
+    ``missing`` holds, for sides A and B, the sentence saying why a missing side has no runs.
+    """
+    bench, profile = key
+    confidence = 1 - alpha
+    counts = [None if side is None else side_counts(side) for side in (a, b)]
+    summaries = [
+        None if side is None or c is None else _side(side.label, side.rows, c, confidence)
+        for side, c in zip((a, b), counts, strict=True)
+    ]
+    result = PairComparison(benchmark=bench, profile=profile, a=summaries[0], b=summaries[1], mark="x")
+    for name, side in (("A", a), ("B", b)):
+        if side is not None:
+            result.warnings += _incomplete_warnings(name, side.rows)
+    if a is None or b is None:
+        result.reason = missing[0 if a is None else 1] or f"no complete runs of {bench}/{profile} on side " + (
+            "A" if a is None else "B"
+        )
+        return result
+    if comparability_key(a.rows[0]) != comparability_key(b.rows[0]):
+        result.reason = _not_comparable_reason(a.rows[0], b.rows[0])
+        return result
+    ca, cb = counts
+    assert ca is not None and cb is not None
+    common = sorted(set(ca.task_ids) & set(cb.task_ids))
+    if not common:
+        result.reason = "no task has data on both sides"
+        return result
+    pa, pb = ca.select(common), cb.select(common)
+    paired = paired_difference(pa.successes, pa.trials, pb.successes, pb.trials, alpha, seed)
+    significant = paired.p_value < alpha and paired.diff != 0
+    result.mark = ("+" if paired.diff > 0 else "-") if significant else "~"
+    result.n_paired_tasks = len(common)
+    result.diff, result.diff_ci_low, result.diff_ci_high = paired.diff, paired.low, paired.high
+    result.diff_ci_method = paired.interval
+    result.a_paired_pass, result.b_paired_pass = float(pa.means.mean()), float(pb.means.mean())
+    result.p_value, result.test = paired.p_value, paired.test
+    solved_a, solved_b = pa.solved(), pb.solved()
+    result.new_failures = sorted(solved_a - solved_b)
+    result.fixed = sorted(solved_b - solved_a)
+    return result
+
+
+def _paired_explicitly(
+    a: Source, b: Source, groups_a: dict[tuple[str, str], list[RunRow]], groups_b: dict[tuple[str, str], list[RunRow]]
+) -> tuple[dict[tuple[str, str], list[RunRow]], dict[tuple[str, str], list[RunRow]]]:
+    """With ``across_profiles``, two sides of named runs, one benchmark and one profile each, are one pair even
+    when their profiles differ (a run's baseline against a run of a tuned profile); the pair's profile reads
+    ``A-profile vs B-profile``."""
+    if not (a.explicit and b.explicit and len(groups_a) == 1 and len(groups_b) == 1):
+        return groups_a, groups_b
+    ((bench_a, prof_a), rows_a), ((bench_b, prof_b), rows_b) = *groups_a.items(), *groups_b.items()
+    if bench_a != bench_b or prof_a == prof_b:
+        return groups_a, groups_b
+    key = (bench_a, f"{prof_a} vs {prof_b}")
+    return {key: rows_a}, {key: rows_b}
+
+
+def compare(
+    a: Source,
+    b: Source,
+    *,
+    benchmark: str | None = None,
+    alpha: float = 0.05,
+    seed: int = DEFAULT_SEED,
+    across_profiles: bool = False,
+) -> Comparison:
+    """Compare every (benchmark, profile) present on either side."""
+    if not 0 < alpha < 1:
+        raise ResultsError(f"alpha must be between 0 and 1, got {alpha}")
+    groups_a, groups_b = a.groups(benchmark), b.groups(benchmark)
+    if across_profiles:
+        if not (a.explicit and b.explicit):
+            raise ResultsError("--across-profiles pairs runs named by id: give both sides as run:<id>[,<id>...]")
+        groups_a, groups_b = _paired_explicitly(a, b, groups_a, groups_b)
+    if benchmark is not None and not groups_a and not groups_b:
+        raise ResultsError(
+            f"no complete runs of benchmark {benchmark!r} on either side ({a.describe()}; {b.describe()})"
+        )
+    pairs = [
+        compare_pair(
+            key,
+            Side(a.label, a, groups_a[key]) if key in groups_a else None,
+            Side(b.label, b, groups_b[key]) if key in groups_b else None,
+            alpha,
+            seed,
+            (a.missing(key, "A") if key not in groups_a else "", b.missing(key, "B") if key not in groups_b else ""),
+        )
+        for key in sorted(set(groups_a) | set(groups_b))
+    ]
+    return Comparison(a_label=a.label, b_label=b.label, alpha=alpha, pairs=pairs)
+
+
+@dataclass
+class CompareCommand:
+    """``harness compare A B``: parse both sources, compare, print in ``fmt``, return the exit code.
+
+    With ``fail_on_regression`` the exit code is 1 when a significant regression was found, or when a pair could
+    not be compared (mark ``x``: a benchmark or profile missing on one side, or its data changed) unless
+    ``allow_missing``; else 0. User errors raise :class:`~harness.errors.ResultsError` (the CLI turns them into
+    exit code 2).
+    """
+
+    a: str
+    b: str
+    benchmark: str | None = None
+    fmt: OutputFormat = "table"
+    fail_on_regression: bool = False
+    alpha: float = 0.05
+    root: Path | None = None
+    allow_missing: bool = False
+    across_profiles: bool = False
+
+    def comparison(self) -> Comparison:
+        """The comparison, without printing."""
+        return compare(
+            parse_source(self.a, self.root),
+            parse_source(self.b, self.root),
+            benchmark=self.benchmark,
+            alpha=self.alpha,
+            across_profiles=self.across_profiles,
+        )
+
+    def run(self, console: Console | None = None) -> int:
+        """Compare, print, and return the exit code."""
+        result = self.comparison()
+        render.print_comparison(result, self.fmt, console)
+        if not self.fail_on_regression:
+            return 0
+        failing = result.regressions or (result.not_comparable and not self.allow_missing)
+        return 1 if failing else 0

@@ -1,0 +1,222 @@
+"""Text renderings of run listings and comparisons: rich table, Markdown, JSON.
+
+Percentages are pass rates x 100; differences are in percentage points (pp).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.results.store.schema import RunRow
+
+if TYPE_CHECKING:
+    from harness.results.compare.compare import Comparison, PairComparison, SideSummary
+
+Format = Literal["table", "md", "json"]
+MAX_LISTED_TASKS = 20
+
+
+def pct(x: float | None) -> str:
+    """``0.4512`` -> ``45.1%``; ``None`` -> ``-``."""
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def ci(low: float | None, high: float | None) -> str:
+    """A CI in percent: ``[33.1, 56.2]``."""
+    return "" if low is None or high is None else f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def pp(x: float | None) -> str:
+    """A difference in percentage points with sign."""
+    return "-" if x is None else f"{100 * x:+.1f} pp"
+
+
+def p_value(p: float | None) -> str:
+    """A p-value, compact."""
+    if p is None:
+        return "-"
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _side_text(side: SideSummary | None, sep: str = " ") -> str:
+    if side is None:
+        return "-"
+    return f"{pct(side.pass_rate)}{sep}{ci(side.ci_low, side.ci_high)}".strip()
+
+
+def _note(pair: PairComparison) -> str:
+    warnings = [f"warning: {w}" for w in pair.warnings]
+    if pair.mark == "x":
+        return "; ".join([pair.reason, *warnings])
+    parts = [_plural(len(pair.new_failures), "new failure"), f"{len(pair.fixed)} fixed"]
+    own = [s.n_tasks for s in (pair.a, pair.b) if s is not None]
+    if any(n != pair.n_paired_tasks for n in own):
+        parts.append(f"on the paired tasks A {pct(pair.a_paired_pass)}, B {pct(pair.b_paired_pass)}")
+    infra = [s.infra_errors for s in (pair.a, pair.b) if s is not None]
+    if any(infra):
+        parts.append(f"infra errors excluded A/B: {infra[0]}/{infra[-1]}")
+    return "; ".join([", ".join(parts), *warnings])
+
+
+def comparison_rows(c: Comparison, sep: str = " ") -> list[list[str]]:
+    """One row of cells per pair (``sep`` goes between a value and its CI)."""
+    return [
+        [
+            pair.mark,
+            f"{pair.benchmark}/{pair.profile}",
+            _side_text(pair.a, sep),
+            _side_text(pair.b, sep),
+            f"{pp(pair.diff)}{sep}{ci(pair.diff_ci_low, pair.diff_ci_high)}".strip(),
+            p_value(pair.p_value),
+            str(pair.n_paired_tasks),
+            _note(pair),
+        ]
+        for pair in c.pairs
+    ]
+
+
+COMPARISON_HEADER = [
+    "",
+    "benchmark/profile",
+    "A pass (A's tasks)",
+    "B pass (B's tasks)",
+    "B - A (paired tasks)",
+    "p",
+    "paired tasks",
+    "note",
+]
+
+
+def task_lines(c: Comparison) -> list[str]:
+    lines: list[str] = []
+    for pair in c.pairs:
+        for title, tasks in (("new failures", pair.new_failures), ("fixed", pair.fixed)):
+            if tasks:
+                shown = ", ".join(tasks[:MAX_LISTED_TASKS])
+                more = f" (+{len(tasks) - MAX_LISTED_TASKS} more)" if len(tasks) > MAX_LISTED_TASKS else ""
+                lines.append(f"{pair.benchmark}/{pair.profile} {title}: {shown}{more}")
+    return lines
+
+
+def legend(c: Comparison) -> str:
+    return (
+        f"A = {c.a_label}, B = {c.b_label}. A pass and B pass are over each side's own tasks; B - A, its CI and p "
+        "are over the paired tasks (data on both sides; the note gives both sides' rates on them when the task "
+        f"sets differ). CIs at {100 * (1 - c.alpha):g}%; the CI of B - A inverts the paired test, so it excludes 0 "
+        f"exactly for + and -. Marks: + improvement, - regression (p < {c.alpha:g}), ~ not significant, "
+        f"x not comparable. {c.regressions} regression(s), {c.improvements} improvement(s), "
+        f"{c.not_comparable} not comparable."
+    )
+
+
+def comparison_table(c: Comparison) -> Table:
+    """A rich table of the comparison (values above their CIs)."""
+    table = Table(title=f"{c.a_label} -> {c.b_label}", caption=legend(c))
+    for name in COMPARISON_HEADER:
+        table.add_column(name, overflow="fold", no_wrap=name in ("", "p", "paired tasks"))
+    styles = {"+": "green", "-": "bold red", "~": "", "x": "yellow"}
+    for row, pair in zip(comparison_rows(c, sep="\n"), c.pairs, strict=True):
+        table.add_row(*row, style=styles[pair.mark])
+    return table
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ") or " "
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def comparison_markdown(c: Comparison) -> str:
+    """The comparison as Markdown."""
+    parts = [f"### {c.a_label} → {c.b_label}", "", markdown_table(COMPARISON_HEADER, comparison_rows(c)), "", legend(c)]
+    tasks = task_lines(c)
+    if tasks:
+        parts += ["", *[f"- {line}" for line in tasks]]
+    return "\n".join(parts) + "\n"
+
+
+def comparison_json(c: Comparison) -> str:
+    """The comparison as JSON (every field, plus the regression and improvement counts)."""
+    data = c.model_dump(mode="json")
+    data["regressions"] = c.regressions
+    data["improvements"] = c.improvements
+    data["not_comparable"] = c.not_comparable
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def print_comparison(c: Comparison, fmt: Format, console: Console | None = None) -> None:
+    """Print the comparison to stdout (or ``console``) in ``fmt``."""
+    if fmt == "table":
+        out = console or Console()
+        out.print(comparison_table(c))
+        for line in task_lines(c):
+            out.print(line, markup=False, highlight=False)
+    elif fmt == "md":
+        print(comparison_markdown(c), end="")
+    else:
+        print(comparison_json(c), end="")
+
+
+# ---------------------------------------------------------------------------------------------------- run lists
+
+_RUNS_HEADER = ["run_id", "started_at", "commit", "benchmark/profile", "status", "seed", "before", "after", "infra b/a"]
+
+
+def _run_cells(row: RunRow, sep: str = " ") -> list[str]:
+    commit = row.git_commit[:10] + ("*" if row.git_dirty else "")
+    status = row.status if row.status != "failed" else f"failed ({row.failed_phase})"
+    return [
+        row.run_id,
+        row.started_at,
+        commit,
+        f"{row.benchmark}/{row.profile}",
+        status,
+        str(row.seed),
+        f"{pct(row.pass_before)}{sep}{ci(row.ci_before_low, row.ci_before_high)}".strip(),
+        f"{pct(row.pass_after)}{sep}{ci(row.ci_after_low, row.ci_after_high)}".strip(),
+        f"{row.infra_errors_before}/{row.infra_errors_after}",
+    ]
+
+
+def runs_table(rows: Sequence[RunRow], title: str = "runs") -> Table:
+    """A rich table of run rows (``*`` after the commit: dirty checkout)."""
+    table = Table(title=title, caption="before/after: pass rate [95% CI]; * after a commit: uncommitted changes")
+    for name in _RUNS_HEADER:
+        table.add_column(name, overflow="fold", no_wrap=name in ("seed", "infra b/a"))
+    for row in rows:
+        table.add_row(*_run_cells(row, sep="\n"))
+    return table
+
+
+def runs_markdown(rows: Sequence[RunRow]) -> str:
+    """Run rows as a Markdown table."""
+    return markdown_table(_RUNS_HEADER, [_run_cells(r) for r in rows]) + "\n"
+
+
+def runs_json(rows: Sequence[RunRow]) -> str:
+    """Run rows as a JSON list (every field)."""
+    return json.dumps([r.model_dump(mode="json") for r in rows], indent=2) + "\n"
+
+
+def print_runs(rows: Sequence[RunRow], fmt: Format, console: Console | None = None) -> None:
+    """Print run rows in ``fmt``."""
+    if fmt == "table":
+        (console or Console()).print(runs_table(rows))
+    elif fmt == "md":
+        print(runs_markdown(rows), end="")
+    else:
+        print(runs_json(rows), end="")

@@ -1,0 +1,373 @@
+"""The plan of one run: set-up -> baseline evaluation -> training -> evaluation -> results row.
+
+Each phase writes into ``artifacts/runs/<run_id>/`` (server and trainer logs, ``rollouts-<phase>.jsonl``,
+``manifest.json``). The run's row, per-task outcomes and manifest go to the results store at the end; a run that
+fails or is interrupted is still recorded, as ``failed`` (with the phase it died in) or ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness import timing, ui
+from harness.assets.data import load_split
+from harness.assets.models import checkpoint_hash, prepare_model
+from harness.backends import get_backend
+from harness.engines import TrainRequest, check_engine, get_engine
+from harness.paths import artifacts_dir, link_policy
+from harness.results.store.schema import RunRow
+from harness.results.store.store import ResultStore
+from harness.rollout.evaluate import EvalSettings, evaluate
+from harness.rollout.protocol import Episode, Task, open_benchmark
+from harness.rollout.tracing import TraceStore
+from harness.run.memory import TreeSampler
+from harness.run.plan import RunPlan, plan_run
+from harness.run.provenance import git_state
+from harness.run.record import RecordContext, record_run
+from harness.run.resume import check_same, read_rollouts
+from harness.run.state import PHASES, PhaseSummary, RunOptions, RunState, mark_finished, new_run_id, restore, summarize
+from harness.serving.policy import PolicyServer
+from harness.serving.simulator import start_user_simulator, tool_commands
+from harness.spec.schema import spec_hash
+
+__all__ = ["PHASES", "RunOptions", "Runner"]
+
+
+class Runner:
+    """Runs one seed of one benchmark profile end to end."""
+
+    def __init__(self, options: RunOptions, console: Console | None = None) -> None:
+        self.options = options
+        self.console = console or Console()
+        self.spec, self.bench, self.spec_path = open_benchmark(options.benchmark, options.profile)
+        overrides = {k: v for k, v in (("limit", options.limit), ("samples_per_task", options.trials)) if v is not None}
+        if overrides:  # command-line overrides change the resolved spec, so its hash records them
+            evaluation = self.spec.evaluation.model_copy(update=overrides)
+            self.spec = self.spec.model_copy(update={"evaluation": evaluation})
+        self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
+        if not options.eval_only:
+            check_engine(self.spec, self.bench)  # a benchmark the engine cannot train stops here, before anything runs
+        self.store = ResultStore(options.results_root)
+        self.policy: PolicyServer | None = None
+        """The run's policy model server (one process for every phase; see :mod:`harness.serving.policy`)."""
+        self.memory = TreeSampler(os.getpid())
+        """Peak memory of this process and its children over the run (the manifest's ``resources``)."""
+
+    # -- phases -----------------------------------------------------------------------------------------------
+
+    def run(self) -> RunRow:
+        state = RunState(
+            run_id=new_run_id(self.spec.name),
+            run_dir=Path(),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            git=git_state(),
+        )
+        self.store.check_writable(self.spec.name)
+        if self.options.resume:
+            restore(state, self.options, self.options.resume, spec_hash(self.spec))
+        else:
+            state.run_dir = artifacts_dir() / "runs" / state.run_id
+        state.attempts.append(state.run_id)
+        state.run_dir.mkdir(parents=True, exist_ok=True)
+        self._simulator: tuple[str, str, str] | None = None
+        self.backend: Any = None
+        stack = contextlib.ExitStack()
+        self.memory.start()
+        try:
+            return self._run(state, stack)
+        finally:
+            if self.policy is not None:
+                self.policy.close()
+            if self.backend is not None:
+                self.backend.close()
+
+    def _run(self, state: RunState, stack: contextlib.ExitStack) -> RunRow:
+        status, failed_phase, note = "complete", "", f"resumed {state.resumed_from}" if state.resumed_from else ""
+        try:  # from here on, an interrupt or error anywhere is recorded (as incomplete or failed, in "setup")
+            engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
+            self.console.print(
+                f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
+                f"engine={engine} seed={self.seed} backend={self.options.backend}"
+            )
+            self.console.print(f"  artifacts: {state.run_dir}")
+            if state.resumed_from:
+                self.console.print(f"  resuming {state.resumed_from}: finished phases {', '.join(state.done)}")
+            self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
+            self.labels = {"harness.run_id": state.run_id, "harness.rollout.protocol": self.spec.name}
+            stack.enter_context(tool_commands(self.backend))
+            self.policy = PolicyServer(self.spec.model.name, self.spec.serving, self.backend, self.labels)
+            plan = plan_run(
+                eval_only=self.options.eval_only,
+                skip_baseline=self.options.skip_baseline,
+                done=state.done,
+                trained=state.checkpoint is not None,
+            )
+            with self._phase(state, "setup"):
+                base_model, eval_tasks = self._setup(state, plan)
+                self._simulator, state.simulator = start_user_simulator(
+                    self.spec, state.run_dir, stack, self.backend, self.labels, self.console
+                )
+            self._finished(state, "setup")
+            checkpoint = self.options.checkpoint or base_model
+            if plan.baseline == "reuse":
+                state.before = self._reuse(state, eval_tasks, "before")
+            elif plan.baseline == "run":
+                with self._phase(state, "baseline"):
+                    state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
+                self._finished(state, "baseline")
+            if plan.train == "reuse" and state.checkpoint is not None:
+                checkpoint = state.checkpoint
+                self.console.print(f"  training: reused (finished by an earlier attempt), checkpoint {checkpoint}")
+            elif plan.train == "run":
+                with self._phase(state, "train"):
+                    checkpoint = self._train(state, base_model)
+                self._finished(state, "train")
+            elif self.options.checkpoint is not None:  # evaluation only, of a given checkpoint
+                state.model_hash_after = checkpoint_hash(checkpoint)
+            with self._phase(state, "eval"):
+                state.after = self._evaluate(state, checkpoint, self.spec.model.name, eval_tasks, "after")
+            self._finished(state, "eval")
+        except KeyboardInterrupt:
+            status, failed_phase = "incomplete", state.phase
+            note = _join(note, "interrupted")
+            self._record(state, status, failed_phase, note)
+            raise
+        except Exception as exc:
+            status, failed_phase = "failed", state.phase
+            note = _join(note, f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+            self._record(state, status, failed_phase, note)
+            raise
+        finally:
+            if self.policy is not None:  # it shuts down while the row is recorded; run() waits for it
+                self.policy.stop(wait=False)
+            stack.close()
+            self.memory.stop()
+        return self._record(state, status, failed_phase, note)
+
+    @contextmanager
+    def _phase(self, state: RunState, name: str) -> Iterator[None]:
+        state.phase = self.memory.label = name
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            state.walls[name] = round(time.monotonic() - start, 2)
+
+    def _setup(self, state: RunState, plan: RunPlan) -> tuple[Path, list[Task]]:
+        spec = self.spec
+        with self.console.status("fetching dataset and preparing the model") as status:
+            base_model = prepare_model(spec.model, progress=lambda msg: status.update(msg))
+            state.base_model = base_model
+            link_policy(base_model)  # compose's default POLICY_MODEL_PATH (./.cache/models/policy)
+            timing.mark("model_ready")
+            # The model server takes longest to start: the first evaluation's server boots while the data and the
+            # model are verified (and the tools start).
+            first: tuple[str, Path] | None = None
+            if plan.early_server == "after":
+                first = ("after", self.options.checkpoint or base_model)
+            elif plan.early_server == "before":
+                first = ("before", base_model)
+            if first is not None:
+                phase, checkpoint = first
+                assert self.policy is not None
+                self.policy.launch(checkpoint, state.run_dir / f"server-{phase}.log")
+                timing.mark("server_launched")
+            eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
+            state.dataset[spec.evaluation.split] = eval_file.sha256
+            if spec.training.split != spec.evaluation.split:
+                _, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
+                state.dataset[spec.training.split] = train_file.sha256
+            state.model_hash_before = checkpoint_hash(base_model)
+        if state.saved:
+            where = state.run_dir / "run-state.json"
+            check_same(where, "the model", state.saved.get("model_hash_before", ""), state.model_hash_before)
+            for split, sha in state.dataset.items():
+                check_same(where, f"dataset split {split}", state.saved.get("dataset", {}).get(split, ""), sha)
+        tasks = self.bench.tasks(eval_rows)
+        if spec.evaluation.limit:
+            tasks = tasks[: spec.evaluation.limit]
+        self.console.print(
+            f"  data: {spec.dataset.name} {spec.evaluation.split}={len(tasks)} tasks "
+            f"(sha256 {eval_file.sha256[:12]}, from {eval_file.origin})"
+        )
+        self.console.print(f"  model: {spec.model.name} {state.model_hash_before[:12]} at {base_model}")
+        timing.mark("setup_done")
+        return base_model, tasks
+
+    def _evaluate(self, state: RunState, checkpoint: Path, name: str, tasks: list[Task], phase: str) -> PhaseSummary:
+        ev = self.spec.evaluation
+        total = len(tasks) * ev.samples_per_task
+        label = "baseline eval" if phase == "before" else "eval after training"
+        start = time.monotonic()
+        with ui.progress(self.console) as progress:
+            bar = progress.add_task(f"{label}: starting model server", total=total)
+            assert self.policy is not None
+            with self.policy.use(checkpoint, state.run_dir / f"server-{phase}.log", wait=False) as server:
+
+                async def ready() -> None:
+                    # Awaited once the tools are up: the server keeps starting while they start.
+                    await server.wait_ready_async(
+                        self.spec.serving.startup_timeout_s,
+                        tick=lambda s: progress.update(bar, description=f"{label}: starting model server ({s:.0f} s)"),
+                    )
+                    timing.mark("server_ready")
+                    progress.update(bar, description=f"{label}: rollouts")
+
+                settings = self._settings(server.endpoint.base_url, ev.temperature, ev.samples_per_task)
+                passed = [0]
+
+                def on_done(ep: Episode) -> None:
+                    passed[0] += int(ep.passed)
+                    progress.update(bar, advance=1, description=f"{label}: {passed[0]} passed")
+
+                episodes = asyncio.run(
+                    evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done, ready)
+                )
+        state.episodes[phase] = episodes
+        native = getattr(self.bench, "write_native_results", None)
+        if native is not None:
+            native(episodes, state.run_dir / f"native-results-{phase}.json", self._native_info(state))
+        summary = summarize(episodes)
+        summary.wall_s = time.monotonic() - start
+        ui.print_summary(self.console, label, summary)
+        return summary
+
+    def _settings(self, base_url: str, temperature: float, n: int, trace: TraceStore | None = None) -> EvalSettings:
+        ev, sim = self.spec.evaluation, self._simulator
+        return EvalSettings(
+            base_url=base_url,
+            model=self.spec.model.name,
+            temperature=temperature,
+            max_tokens=ev.max_tokens,
+            max_turns=self.spec.agent.max_turns,
+            concurrency=ev.concurrency,
+            samples_per_task=n,
+            request_timeout_s=ev.request_timeout_s,
+            retries=ev.retries,
+            seed=self.seed,
+            simulator_url=sim[0] if sim else None,
+            simulator_model=sim[1] if sim else "",
+            simulator_api_key=sim[2] if sim else "EMPTY",
+            trace=trace,
+        )
+
+    def _train_tasks(self) -> list[Task]:
+        rows, _ = load_split(self.spec.dataset, self.spec.training.split, self.options.data_mirror)
+        return self.bench.tasks(rows)
+
+    def _collect(
+        self,
+        state: RunState,
+        checkpoint: Path,
+        tasks: list[Task],
+        n: int,
+        temperature: float,
+        out_path: Path,
+        trace: TraceStore,
+    ) -> list[Episode]:
+        """Serve ``checkpoint`` and run ``n`` traced training rollouts of each task (for trace-based engines)."""
+        assert self.policy is not None
+        with self.policy.use(checkpoint, out_path.with_suffix(".server.log")) as server:
+            settings = self._settings(server.endpoint.base_url, temperature, n, trace)
+            return asyncio.run(evaluate(self.bench, tasks, settings, out_path))
+
+    def _train(self, state: RunState, base_model: Path) -> Path:
+        engine = get_engine(self.spec.training.engine)
+        assert self.policy is not None
+        self.policy.before_training(
+            engine_uses_server=bool(getattr(engine, "uses_policy_server", False)),
+            wait=not getattr(engine, "starts_while_server_stops", False),
+        )
+        total = int(self.spec.training.config.get("max_steps", 0)) or None
+        with ui.progress(self.console) as progress:
+            bar = progress.add_task(f"training ({engine.name})", total=total)
+
+            def on_progress(step: int, of: int, metrics: dict[str, float]) -> None:
+                desc = f"training ({engine.name}) reward {metrics.get('reward_mean', 0.0):.3f}"
+                progress.update(bar, completed=step, total=of, description=desc)
+
+            result = engine.train(
+                TrainRequest(
+                    spec=self.spec,
+                    spec_path=self.spec_path,
+                    base_model=base_model,
+                    output_dir=state.run_dir / "train",
+                    seed=self.seed,
+                    log_path=state.run_dir / "train.log",
+                    on_progress=on_progress,
+                    resume_from=state.run_dir / "train" if state.resumed_from else None,
+                    backend=self.backend,
+                    labels=self.labels,
+                    ray_address=self.options.ray_address,
+                    benchmark=self.bench,
+                    tasks=self._train_tasks(),
+                    collect=lambda *a: self._collect(state, *a),
+                    simulator=self._simulator,
+                )
+            )
+        timing.mark("train_done")
+        # The evaluation's server boots while the checkpoint is hashed and the training phase is recorded.
+        self.policy.prepare(result.checkpoint, state.run_dir / "server-after.log")
+        state.checkpoint = result.checkpoint
+        state.train_resumed_step = result.resumed_from_step
+        state.train_steps = result.steps
+        state.train_metrics = result.metrics
+        state.model_hash_after = checkpoint_hash(result.checkpoint)
+        self.console.print(
+            f"  trained {result.steps} steps in {result.wall_s:.0f} s; checkpoint {state.model_hash_after[:12]}"
+        )
+        return result.checkpoint
+
+    # -- resuming -------------------------------------------------------------------------------------------
+
+    def _reuse(self, state: RunState, tasks: list[Task], phase: str) -> PhaseSummary:
+        """A phase an earlier attempt finished: its records, read back instead of redone."""
+        episodes = read_rollouts(
+            state.run_dir / f"rollouts-{phase}.jsonl", tasks, self.spec.evaluation.samples_per_task
+        )
+        state.episodes[phase] = episodes
+        summary = summarize(episodes)
+        summary.wall_s = state.walls["baseline" if phase == "before" else "eval"]
+        label = "baseline eval" if phase == "before" else "eval after training"
+        ui.print_summary(self.console, f"{label} (reused, finished by an earlier attempt)", summary)
+        return summary
+
+    def _finished(self, state: RunState, phase: str) -> None:
+        mark_finished(state, phase, self.options, self.spec.profile, self.seed, spec_hash(self.spec))
+
+    def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
+        ctx = RecordContext(
+            spec=self.spec,
+            spec_path=self.spec_path,
+            options=self.options,
+            seed=self.seed,
+            backend=self.backend.describe() if self.backend is not None else {"name": self.options.backend},
+            serving=self.policy.describe() if self.policy is not None else {},
+            resources=self.memory.record(),
+        )
+        return record_run(state, ctx, status, failed_phase, note, self.store, self.console)
+
+    def _native_info(self, state: RunState) -> dict[str, Any]:
+        return {
+            "git_commit": state.git[0],
+            "seed": self.seed,
+            "num_trials": self.spec.evaluation.samples_per_task,
+            "policy_model": self.spec.model.name,
+            "user_model": state.simulator.get("model", ""),
+            "temperature": self.spec.evaluation.temperature,
+            "user_temperature": self.spec.user_simulator.temperature if self.spec.user_simulator else 0.0,
+        }
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)

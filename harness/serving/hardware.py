@@ -1,0 +1,45 @@
+"""The ``native`` precision of a spec: bfloat16 where the hardware computes it natively, else float32.
+
+A CPU with bf16 arithmetic (AVX512-BF16 or AMX on x86, BF16 on Arm) runs bf16 matrix products in hardware: on such a
+2-core machine the smoke profile's 20 evaluation rollouts took 0.55-0.67 of float32's time, its GRPO steps 0.83-1.03
+(``bench/cpu_precision.py``; so the smoke profile serves in ``native`` and trains in float32). A CPU without it
+emulates bf16 and runs several times slower than float32, whose kernels every CPU has. A GPU server keeps vLLM's
+``auto`` (the checkpoint's own dtype). The value chosen is recorded in the manifest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+NATIVE = "native"
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+"""``/proc/cpuinfo`` flags of bf16 arithmetic: x86 (``flags``) and Arm (``Features``)."""
+
+
+def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this machine's CPU does bf16 arithmetic in hardware (False where it cannot tell)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return bool(BF16_FLAGS & set(value.split()))
+    return False
+
+
+def cpu_dtype(precision: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """``native`` for a CPU: bfloat16 or float32; any other value as it is."""
+    if precision != NATIVE:
+        return precision
+    return "bfloat16" if native_bf16(cpuinfo) else "float32"
+
+
+def serving_dtype(dtype: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The ``--dtype`` for vLLM: ``native`` is :func:`cpu_dtype` on a machine without a GPU, else ``auto``."""
+    if dtype != NATIVE:
+        return dtype
+    from harness.run.provenance import gpu_names
+
+    return "auto" if gpu_names() else cpu_dtype(dtype, cpuinfo)
