@@ -54,7 +54,7 @@ async def decode(base_url: str, model: str, tokens: int, concurrency: int = 8) -
 
 
 def one(checkpoint: Path, flag: str, tmp: Path, tokens: int) -> tuple[float, float]:
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
     from harness.serving.server import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from harness.assets.models import prepare_model
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
 
     checkpoint = prepare_model(open_benchmark("math", "smoke")[0].model)
     figures: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in SIDES}

@@ -1,7 +1,7 @@
 """The smoke run in bfloat16 against float32 on this CPU: its evaluation (served by vLLM) and its GRPO training.
 
-The smoke profile serves in ``native`` precision (``harness/serving/hardware.py``): bfloat16 where the CPU computes it in
-hardware, else float32; it trains in float32. This measures both phases in both dtypes on the machine at hand:
+The smoke profile serves in ``native`` precision (``harness/serving/hardware.py``): bfloat16 where the CPU computes it
+in hardware, else float32; it trains in float32. This measures both phases in both dtypes on the machine at hand:
 
 * evaluation: one CPU model server per dtype (the smoke profile's serving arguments otherwise), the harness's own
   evaluation of the 20 math test tasks (agent, MCP calculator, greedy) against each; a first pass per server is a
@@ -132,7 +132,7 @@ def main() -> None:
 
     from harness.assets.data import load_split
     from harness.assets.models import prepare_model
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
     from harness.serving.hardware import cpu_dtype
 
     spec, bench, _ = open_benchmark("math", "smoke")

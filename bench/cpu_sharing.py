@@ -77,7 +77,7 @@ def finished(proc: subprocess.Popen[str]) -> float:
 
 
 def one(checkpoint: Path, policy: dict[str, str], tmp: Path, steps: int, tokens: int) -> dict[str, float]:
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
     from harness.serving.server import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
@@ -118,7 +118,7 @@ def main() -> None:
         POLICIES[f"spin {count}"] = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": count}
 
     from harness.assets.models import prepare_model
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
 
     checkpoint = prepare_model(open_benchmark("math", "smoke")[0].model)
     figures: dict[str, list[dict[str, float]]] = {name: [] for name in POLICIES}

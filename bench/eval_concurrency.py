@@ -65,7 +65,7 @@ def main() -> None:
 
     from harness.assets.data import load_split
     from harness.assets.models import prepare_model
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
     from harness.serving.hardware import serving_dtype
     from harness.serving.server import launch
 

@@ -338,7 +338,7 @@ def main() -> None:
     from harness.assets.data import load_split
     from harness.assets.models import prepare_model
     from harness.rollout.evaluate import EvalSettings
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
     from harness.serving.server import free_port, serve
 
     spec, bench, _ = open_benchmark("math", "smoke")

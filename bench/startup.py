@@ -176,7 +176,7 @@ def harness_start(tmp: Path, timeout_s: float) -> dict[str, float]:
 
 def vllm_start(checkpoint: Path, tmp: Path, log_name: str) -> tuple[float, float]:
     """The bare vLLM server with the smoke profile's arguments: (seconds from its start to ready, start time)."""
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
     from harness.serving.server import launch
 
     spec, _, _ = open_benchmark("math", "smoke")
@@ -231,7 +231,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from harness.assets.models import prepare_model
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
 
     spec, _, _ = open_benchmark("math", "smoke")
     checkpoint = prepare_model(spec.model)  # warm: converted before, as a warm `make bench-math` finds it

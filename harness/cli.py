@@ -41,12 +41,12 @@ MirrorOpt = Annotated[
 @app.command("list")
 def list_benchmarks() -> None:
     """List benchmarks and their profiles."""
-    from harness.rollout.protocol import available_benchmarks, spec_path
-    from harness.spec.schema import profile_names, read_yaml
+    from harness.rollout.loading import available_benchmarks, spec_path
+    from harness.spec import default_profile, profile_names
 
     for name in available_benchmarks():
         path = spec_path(name)
-        default = read_yaml(path).get("default_profile", "")
+        default = default_profile(path)
         profiles = ", ".join(p + (" (default)" if p == default else "") for p in profile_names(path))
         console.print(f"[bold]{name}[/]  profiles: {profiles}")
 
@@ -58,13 +58,13 @@ def validate(
 ) -> None:
     """Validate a spec (every profile unless --profile is given): the YAML, the benchmark's code (imported, its
     class registered with every required hook) and that each profile's engine can train it."""
-    from harness.engines import check_engine
-    from harness.rollout.protocol import load_benchmark, spec_path
-    from harness.spec.schema import load_spec, profile_names
+    from harness.engines import check_engine, load_checked_spec
+    from harness.rollout.loading import load_benchmark, spec_path
+    from harness.spec import profile_names
 
     path = Path(benchmark) if benchmark.endswith((".yaml", ".yml")) else spec_path(benchmark)
-    profiles = [profile] if profile else profile_names(path) or [None]
-    specs = [load_spec(path, p) for p in profiles]  # the file's own errors first, then the code's
+    profiles = [profile] if profile else profile_names(path)
+    specs = [load_checked_spec(path, p) for p in profiles]  # the file's own errors first, then the code's
     for spec in specs:
         check_engine(spec, load_benchmark(spec, path.parent))
         console.print(f"ok  {path} profile={spec.profile} model={spec.model.name} engine={spec.training.engine}")
@@ -76,7 +76,7 @@ def prepare(benchmark: str, profile: ProfileOpt = None, data_mirror: MirrorOpt =
     from harness.assets.data import fetch_split
     from harness.assets.models import checkpoint_hash, prepare_model
     from harness.paths import link_policy
-    from harness.rollout.protocol import open_benchmark
+    from harness.rollout.loading import open_benchmark
 
     spec, _, _ = open_benchmark(benchmark, profile)
     for split in spec.dataset.splits:
@@ -134,8 +134,8 @@ def run(
     from harness import timing
 
     timing.mark("cli")
-    from harness.run.runner import Runner, RunOptions
-    from harness.spec.schema import load_spec
+    from harness.run.runner import Runner
+    from harness.spec.options import RunOptions
 
     if data_mirror is not None and not data_mirror.is_dir():
         raise HarnessError(f"--data-mirror {data_mirror}: not a directory")
@@ -158,9 +158,10 @@ def run(
         raise HarnessError("--checkpoint needs --eval-only (a trained run starts from the spec's model)")
     if checkpoint is not None and not (checkpoint / "config.json").is_file():
         raise HarnessError(f"--checkpoint {checkpoint}: not a checkpoint folder (no config.json)")
-    from harness.rollout.protocol import spec_path
+    from harness.engines import load_checked_spec
+    from harness.rollout.loading import spec_path
 
-    spec = load_spec(spec_path(benchmark), profile)
+    spec = load_checked_spec(spec_path(benchmark), profile)
     first = seed if seed is not None else spec.seeds[0]
     seed_list = list(spec.seeds[:seeds]) if seed is None else []
     while len(seed_list) < seeds:
@@ -190,28 +191,15 @@ def run(
 
 def _resume(run_id: str, benchmark: str | None, clashing: list[str], data_mirror: Path | None, backend: str) -> None:
     """``harness run --resume RUN_ID``: the run's own benchmark, profile, seed, options and phases."""
-    from harness.run.resume import find_run_dir, read_state
-    from harness.run.runner import Runner, RunOptions
+    from harness.run.resume import saved_options
+    from harness.run.runner import Runner
 
     if clashing:
         raise HarnessError(f"--resume takes the run's own settings; drop {', '.join(clashing)}")
-    saved = read_state(find_run_dir(run_id))
-    if benchmark is not None and benchmark != saved["benchmark"]:
-        raise HarnessError(f"--resume {run_id}: the run is of benchmark {saved['benchmark']!r}, not {benchmark!r}")
-    opts = RunOptions(
-        benchmark=saved["benchmark"],
-        profile=saved["profile"],
-        seed=saved["seed"],
-        group_id=saved.get("group_id") or None,
-        data_mirror=data_mirror,
-        skip_baseline=bool(saved.get("skip_baseline", False)),
-        backend=_choose_backend(backend),
-        eval_only=bool(saved.get("eval_only", False)),
-        checkpoint=Path(saved["eval_checkpoint"]) if saved.get("eval_checkpoint") else None,
-        limit=saved.get("limit"),
-        trials=saved.get("trials"),
-        resume=run_id,
-    )
+    saved = saved_options(run_id)
+    if benchmark is not None and benchmark != saved.benchmark:
+        raise HarnessError(f"--resume {run_id}: the run is of benchmark {saved.benchmark!r}, not {benchmark!r}")
+    opts = saved.model_copy(update={"data_mirror": data_mirror, "backend": _choose_backend(backend), "resume": run_id})
     Runner(opts, console).run()
 
 

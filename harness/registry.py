@@ -8,10 +8,16 @@ an unknown name is one line that lists the known ones and suggests the closest.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T", bound=type[Any])
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` for the choice closest to ``name``, or nothing when none is close."""
+    hint = difflib.get_close_matches(name, list(choices), n=1)
+    return f"; did you mean {hint[0]!r}?" if hint else ""
 
 
 class Registry(Generic[T]):
@@ -45,10 +51,6 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         classes = self._loaded()
         if name not in classes:
-            hint = difflib.get_close_matches(name, classes, n=1)
-            did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
-            raise self.error(f"unknown {self.kind} {name!r}{did_you_mean} ({self.kind}s: {', '.join(sorted(classes))})")
+            hint = did_you_mean(name, classes)
+            raise self.error(f"unknown {self.kind} {name!r}{hint} ({self.kind}s: {', '.join(sorted(classes))})")
         return classes[name]
-
-    def find(self, name: str) -> T | None:
-        return self._loaded().get(name)

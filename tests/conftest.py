@@ -47,7 +47,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def smoke_model() -> Path:
     """The converted SmolLM2 checkpoint (converted once into the shared cache, as `make bench-math` does)."""
     from harness.assets.models import prepare_model
-    from harness.spec.schema import load_spec
+    from harness.spec import load_spec
 
     return prepare_model(load_spec(MATH_SPEC, "smoke").model)
 

@@ -15,11 +15,11 @@ def copy_math_benchmark(dest: Path, smoke_overrides: dict[str, Any]) -> Path:
 
     import yaml
 
-    from harness.spec.schema import _deep_merge
+    from harness.spec.parse import deep_merge
 
     folder = dest / "math"
     shutil.copytree(MATH_SPEC.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
     raw = yaml.safe_load(MATH_SPEC.read_text())
-    raw["profiles"]["smoke"] = _deep_merge(raw["profiles"]["smoke"], smoke_overrides, top=False)
+    raw["profiles"]["smoke"] = deep_merge(raw["profiles"]["smoke"], smoke_overrides, top=False)
     (folder / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     return folder / "spec.yaml"

@@ -11,7 +11,7 @@ import pytest
 
 from harness.assets.data import load_split
 from harness.rollout.evaluate import EvalSettings, evaluate
-from harness.rollout.protocol import open_benchmark
+from harness.rollout.loading import open_benchmark
 from harness.serving.server import serve
 
 pytestmark = pytest.mark.slow

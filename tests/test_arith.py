@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from harness.assets.data import load_split
-from harness.rollout.protocol import Episode, Task, load_module, open_benchmark
-from harness.spec.schema import load_spec
+from harness.rollout import Episode, Task, load_module
+from harness.rollout.loading import open_benchmark
+from harness.spec import load_spec
 from support import REPO
 
 ARITH = REPO / "benchmarks" / "arith"
-_reward = load_module(ARITH / "reward.py", "harness_benchmark_arith_reward")
 
 
 @pytest.fixture
@@ -39,15 +39,17 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ],
 )
 def test_answer_is_the_whole_number_after_the_first_equals_sign(text: str, answer: str | None) -> None:
-    assert _reward.extract_answer(text) == answer
+    _, bench, _ = open_benchmark("arith")
+    assert bench.answer(text) == answer
 
 
 def test_reward_format_and_partial_credit(cache: Path) -> None:
     _, bench, _ = open_benchmark("arith")
     task = Task(id="t", prompt="What is 5 + 3?", answer="8")
-    assert bench.score_completion("5 + 3 = 8.", task) == 1.0
-    assert bench.score_completion("5 + 3 = 9", task) == 0.0
-    assert bench.score_completion("The answer is 8", task) == 0.0
+    assert bench.score("5 + 3 = 8.", task) == 1.0
+    assert bench.score("5 + 3 = 9", task) == 0.0
+    assert bench.score("The answer is 8", task) == 0.0
+    assert bench.trains_single_turn()
 
     def terms(text: str) -> dict[str, float]:
         return bench.shaping(Episode("t", 0, messages=[{"role": "assistant", "text": text}]), task)
@@ -71,7 +73,7 @@ def test_tasks_ship_in_the_benchmark_folder(cache: Path) -> None:
     for task in train + test:
         a, op, b = task.prompt.removeprefix("What is ").removesuffix("?").split()
         assert int(task.answer) == (int(a) + int(b) if op == "+" else int(a) - int(b))
-        assert _reward.reward(f"{task.prompt[8:-1]} = {task.answer}", task.answer) == 1.0
+        assert bench.score(f"{task.prompt[8:-1]} = {task.answer}", task) == 1.0
 
 
 def test_generator_reproduces_the_pinned_files(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import SpecError
-from harness.rollout.protocol import Benchmark, Episode, Task, load_benchmark, register_benchmark
-from harness.spec.schema import load_spec
+from harness.rollout.loading import load_benchmark, register_benchmark
+from harness.rollout.protocol import Benchmark, Episode, Task
+from harness.spec import load_spec
 from support import MATH_SPEC, REPO
 
 
@@ -108,7 +109,7 @@ def test_a_benchmark_whose_packages_are_missing_is_one_line(tmp_path: Path) -> N
     assert "\n" not in message and "benchmark 'math' imports harness_no_such_package_xyz" in message
     assert err.value.exit_code == 2
     # the same when the import happens as the benchmark is constructed (τ²'s compatibility patches do)
-    init = "    def tasks(self"
+    init = "    async def rollout(self"
     (folder / "benchmark.py").write_text(
         code.replace(init, "    def __init__(self, *a, **k):\n        import harness_absent_at_init_xyz\n\n" + init, 1)
     )

@@ -18,8 +18,9 @@ from harness.engines.verl.rollout import BudgetExhausted, Trajectory, traced_rol
 from harness.errors import RunFailure, SpecError
 from harness.rollout.blame import AgentFailure, BenchmarkCodeError, blame, raise_site
 from harness.rollout.evaluate import EvalSettings, evaluate
-from harness.rollout.protocol import Task, load_benchmark
-from harness.spec.schema import load_spec
+from harness.rollout.loading import load_benchmark
+from harness.rollout.protocol import Task
+from harness.spec import load_spec
 from support import MATH_SPEC
 
 BENCHMARK = """
@@ -29,7 +30,8 @@ import json
 
 from fakeagentlib import run_agent
 
-from harness.rollout.protocol import Benchmark, Episode, register_benchmark
+from harness.rollout.protocol import Benchmark, Episode
+from harness.rollout.loading import register_benchmark
 from harness.rollout.blame import AgentFailure
 from harness.errors import SpecError
 

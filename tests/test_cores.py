@@ -15,7 +15,7 @@ from harness.backends.base import LaunchSpec
 from harness.backends.local import LocalBackend
 from harness.engines.base import TrainRequest
 from harness.engines.child import PROGRESS_PREFIX, run_trainer
-from harness.rollout.protocol import open_benchmark
+from harness.rollout.loading import open_benchmark
 
 REPORT = (
     f"import json, os; print({PROGRESS_PREFIX!r} + json.dumps("

@@ -9,7 +9,7 @@ import pytest
 
 from harness.assets.data import fetch_split, load_split, read_jsonl
 from harness.errors import DataError, SpecError
-from harness.spec.schema import DatasetSpec, load_spec
+from harness.spec import DatasetSpec, load_spec
 from support import MATH_SPEC, REPO
 
 

@@ -92,19 +92,19 @@ def test_harness_run_math_smoke(smoke_model: Path, tmp_path: Path) -> None:
     assert sorted({o.phase for o in outcomes}) == ["after", "before"]
     assert len(outcomes) == 6
     manifest = store.manifest("math", row["run_id"])
-    assert manifest["engine"]["name"] == "trl-grpo"
-    assert manifest["train_metrics"] and manifest["train_metrics"][0]["step"] == 1
-    assert "torch" in manifest["packages"]
-    assert (manifest["spec"]["version"], manifest["spec"]["benchmark_folder_sha256"]) == (1, row["benchmark_sha256"])
+    assert manifest.engine.name == "trl-grpo"
+    assert manifest.train_metrics and manifest.train_metrics[0]["step"] == 1
+    assert "torch" in manifest.packages
+    assert (manifest.spec.version, manifest.spec.benchmark_folder_sha256) == (1, row["benchmark_sha256"])
     # the whole process tree's peak memory, and which phase and processes held it
-    resources = manifest["resources"]
+    resources = manifest.resources
     assert 200 * 2**20 < resources["peak_pss_bytes"] <= resources["peak_rss_bytes"] * 1.2
     assert resources["peak_phase"] in ("setup", "baseline", "train", "eval") and resources["peak_top"]
     # trl-grpo trains without the model server: it is stopped for training, another serves the trained model
-    assert manifest["serving"]["starts"] == 2 and manifest["serving"]["weight_loads"] == 0
+    assert manifest.serving["starts"] == 2 and manifest.serving["weight_loads"] == 0
     # the smoke profile serves in `native` precision (bfloat16 on a CPU that computes it, else float32), trains in
     # float32, and the manifest says which
-    assert (manifest["serving"]["dtype"], manifest["engine"]["precision"]) == (cpu_dtype("native"), "float32")
+    assert (manifest.serving["dtype"], manifest.engine.precision) == (cpu_dtype("native"), "float32")
     run_dir = tmp_path / "artifacts" / "runs" / row["run_id"]
     for name in ("rollouts-before.jsonl", "rollouts-after.jsonl", "train.log", "server-before.log", "manifest.json"):
         assert (run_dir / name).exists(), name

@@ -28,12 +28,12 @@ pytestmark = pytest.mark.slow
 
 
 def _tiny_tau2(dest: Path) -> None:
-    from harness.spec.schema import _deep_merge
+    from harness.spec.parse import deep_merge
 
     src = REPO / "benchmarks" / "tau2"
     shutil.copytree(src, dest / "tau2", ignore=shutil.ignore_patterns("__pycache__"))
     raw = yaml.safe_load((src / "spec.yaml").read_text())
-    raw["profiles"]["smoke"] = _deep_merge(
+    raw["profiles"]["smoke"] = deep_merge(
         raw["profiles"]["smoke"],
         {
             "agent": {"options": {"max_steps": 4}},

@@ -23,8 +23,9 @@ from harness.engines.shaping import Shaping
 from harness.engines.verl.cluster import transformers_generator
 from harness.engines.verl.rollout import Trajectory, traced_rollout
 from harness.errors import SpecError
-from harness.rollout.protocol import SimulatorContext, open_benchmark
-from harness.spec.schema import BenchmarkSpec
+from harness.rollout.loading import open_benchmark
+from harness.rollout.protocol import SimulatorContext
+from harness.spec import BenchmarkSpec
 from support import REPO
 
 # Every benchmark folder, at its default profile: a new benchmark joins the matrix by existing.

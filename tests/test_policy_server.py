@@ -17,7 +17,7 @@ import pytest
 
 from harness.serving.policy import PolicyServer, reloadable
 from harness.serving.server import ModelServer
-from harness.spec.schema import ServingSpec
+from harness.spec import ServingSpec
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from harness.engines.trl.engine import TrlGrpoConfig
 from harness.serving import hardware as precision
 from harness.serving.hardware import cpu_dtype, native_bf16, serving_dtype
 from harness.serving.server import vllm_args
-from harness.spec.schema import ServingSpec
+from harness.spec import ServingSpec
 
 X86_FLAGS = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 avx avx2 fma avx512f avx512bw avx512vl"
 CPUS = {

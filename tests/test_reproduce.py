@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 from harness.paths import cache_dir, env_python
 from harness.results.stats.agreement import agreement
 from harness.results.store.codec import OutcomeRecords
+from harness.results.store.manifest import ArgsRecord, Manifest
 from harness.results.store.schema import packages_string
 from harness.results.store.store import ResultStore
 from harness.run.provenance import run_packages
@@ -50,7 +51,8 @@ def _store(tmp_path: Path, commit: str, packages: str, **overrides: object) -> R
     store = ResultStore(tmp_path / "results")
     outcomes = outcomes_from([True, False])
     row = make_row("r1", outcomes, git_commit=commit, packages=packages, hardware="2x cpu; gpu: none", **overrides)
-    store.append_run(row, outcomes, {"args": {"as_passed": {"benchmark": "math", "skip_baseline": "False"}}})
+    args = ArgsRecord(as_passed={"benchmark": "math", "skip_baseline": False})
+    store.append_run(row, outcomes, Manifest.for_row(row).model_copy(update={"args": args}))
     return store
 
 

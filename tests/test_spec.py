@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from harness.engines.verl.engine import VerlConfig, to_verl_dict
-from harness.spec.schema import load_spec, spec_hash
+from harness.spec import load_spec, spec_hash
 from support import MATH_SPEC, REPO
 
 # The seed's VERL configuration (train_math_agent.py), which the `full` profile must carry verbatim.

@@ -14,7 +14,8 @@ import pytest
 from harness.assets.data import load_split
 from harness.errors import DataError
 from harness.results.stats.estimators import pass_hat_k
-from harness.rollout.protocol import Episode, Task, open_benchmark
+from harness.rollout.loading import open_benchmark
+from harness.rollout.protocol import Episode, Task
 from harness.run.state import summarize
 
 TAU2_SPEC_SHA = "40d692b3fca780f46b56d48b447fd8db79a653f216667b8ed7c1a88380544532"
@@ -174,7 +175,7 @@ def test_tiktoken_o200k_without_network(tau2: Any, monkeypatch: pytest.MonkeyPat
     enc = tiktoken.get_encoding("o200k_base")  # tiktoken itself checks the pinned sha256 of the file
     assert enc.decode(enc.encode("Hello, τ² airline!")) == "Hello, τ² airline!"
     assert enc.n_vocab == 200019
-    from harness.rollout.protocol import load_module
+    from harness.rollout.loading import load_module
 
     compat = load_module(Path("benchmarks/tau2/compat.py").resolve(), "harness_benchmark_tau2_compat")
     with pytest.raises(compat.DownloadRefused):

@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 import pytest
 
 from harness.backends.local import LocalBackend
+from harness.backends.tools import tool_commands
 from harness.errors import HarnessError
 from harness.run.provenance import run_packages
-from harness.serving.simulator import tool_commands
 from harness.tools.calculator import Calculator
 from harness.tools.servers import (
     TOOL_SERVERS,

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 
 from harness.assets.models import checkpoint_hash
 from harness.engines import TrainRequest, get_engine
-from harness.spec.schema import load_spec
+from harness.spec import load_spec
 from support import copy_math_benchmark
 
 pytestmark = pytest.mark.slow

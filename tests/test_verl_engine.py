@@ -26,8 +26,9 @@ from harness.engines.verl.engine import VerlConfig, VerlEngine, resolve_ray_addr
 from harness.engines.verl.rollout import NoTrainableTokens, Trajectory, parse_hermes, traced_rollout
 from harness.engines.verl.worker import step_record
 from harness.errors import HarnessError
-from harness.rollout.protocol import Task, open_benchmark
-from harness.spec.schema import load_spec
+from harness.rollout.loading import open_benchmark
+from harness.rollout.protocol import Task
+from harness.spec import load_spec
 from support import MATH_SPEC
 
 RUN_ARGS: dict[str, Any] = {

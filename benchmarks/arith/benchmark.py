@@ -1,73 +1,38 @@
-"""The arith benchmark: one-step whole-number arithmetic answered with an equation (``5 + 3 = 8``), no tools.
+"""One-step whole-number arithmetic, answered with an equation whose right-hand side is the result (``5 + 3 = 8``).
 
-Small enough that SmolLM2-135M solves some tasks before training, so a few minutes of GRPO on a CPU have a
-signal to learn from (the ``learn-cpu`` profile).
+Small enough that SmolLM2-135M solves some tasks untrained, so a few minutes of GRPO on a CPU have a signal.
 """
 
-from __future__ import annotations
+import re
 
-import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+from harness.rollout import Episode, SingleTurnBenchmark, Task, register_benchmark
 
-from harness.rollout.protocol import Benchmark, Episode, RolloutContext, Task, load_module, register_benchmark
+EQUATION = re.compile(r"=[ \t]*([+-]?\d{1,12})(?![\d.]*\d)")
 
-_reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_arith_reward")
+
+def answer_of(text: str) -> int | None:
+    """The whole number right after the first ``=`` of ``text`` (None without one)."""
+    first = text.find("=")
+    match = EQUATION.match(text, first) if first != -1 else None
+    return int(match.group(1)) if match else None
 
 
 @register_benchmark
-class ArithBenchmark(Benchmark):
-    name: ClassVar[str] = "arith"
-    shaping_terms: ClassVar[tuple[str, ...]] = ("format_reward", "partial_credit")
+class Arith(SingleTurnBenchmark):
+    name = "arith"
+    prompt_field, answer_field = "question", "result"
+    shaping_terms = ("format_reward", "partial_credit")
 
-    def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
-        return [Task(id=str(r["id"]), prompt=str(r["question"]), answer=str(r["result"]), data=dict(r)) for r in rows]
+    def score(self, text: str, task: Task) -> float:
+        return float(answer_of(text) == int(task.answer))
 
-    async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
-        messages = self.training_prompt(task)
-        started = time.perf_counter()
-        response = await ctx.client.chat.completions.create(
-            model=ctx.model,
-            messages=messages,
-            temperature=ctx.temperature,
-            max_tokens=ctx.max_tokens,
-            seed=ctx.seed,
-            timeout=ctx.request_timeout_s,
-        )
-        latency = time.perf_counter() - started
-        final = response.choices[0].message.content or "" if response.choices else ""
-        answer = _reward.extract_answer(final)
-        passed = _reward.is_correct(answer, task.answer)
-        usage = response.usage
-        return Episode(
-            task_id=task.id,
-            sample=0,
-            reward=1.0 if passed else 0.0,
-            passed=passed,
-            answer=answer,
-            messages=[{"role": m["role"], "text": m["content"]} for m in messages]
-            + [{"role": "assistant", "text": final}],
-            turns=1,
-            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
-            completion_tokens=int(usage.completion_tokens) if usage else 0,
-            latency_s=latency,
-        )
-
-    def training_prompt(self, task: Task) -> list[dict[str, str]]:
-        return [
-            {"role": "system", "content": self.spec.agent.instructions},
-            {"role": "user", "content": task.prompt},
-        ]
-
-    def score_completion(self, completion: str, task: Task) -> float:
-        return float(_reward.reward(completion, task.answer))
+    def answer(self, text: str) -> str | None:
+        got = answer_of(text)
+        return None if got is None else str(got)
 
     def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
-        """``format_reward``: an equation whose right-hand side is a whole number (right or wrong);
-        ``partial_credit``: how close that number is to the answer."""
-        final = str(episode.messages[-1].get("text", "")) if episode.messages else ""
-        return {
-            "format_reward": float(_reward.extract_answer(final) is not None),
-            "partial_credit": float(_reward.closeness(final, task.answer)),
-        }
+        """``format_reward``: the reply is an equation with a whole-number result; ``partial_credit``: 1 / (1 +
+        its distance from the answer)."""
+        got = answer_of(episode.final_text)
+        closeness = 0.0 if got is None else 1 / (1 + abs(got - int(task.answer)))
+        return {"format_reward": float(got is not None), "partial_credit": closeness}

@@ -6,19 +6,11 @@ import contextlib
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.rollout.protocol import (
-    Benchmark,
-    Episode,
-    RolloutContext,
-    Task,
-    load_module,
-    message_record,
-    register_benchmark,
-)
+from harness.rollout import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
 from harness.tools.calculator import calculate, open_calculator
 from harness.tools.schema import readable_functions
 
@@ -31,8 +23,7 @@ class MathBenchmark(Benchmark):
     name: ClassVar[str] = "math"
     shaping_terms: ClassVar[tuple[str, ...]] = ("format_reward", "partial_credit")
 
-    def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
-        return [Task(id=str(r["id"]), prompt=str(r["question"]), answer=str(r["result"]), data=dict(r)) for r in rows]
+    prompt_field, answer_field = "question", "result"
 
     @contextlib.asynccontextmanager
     async def resources(self) -> AsyncIterator[Any]:
@@ -55,15 +46,13 @@ class MathBenchmark(Benchmark):
         latency = time.perf_counter() - started
         messages = [{"role": "user", "text": task.prompt}] + [message_record(m) for m in response.messages]
         final = response.messages[-1].text if response.messages else ""
-        answer = _reward.extract_answer(final)
-        passed = _reward.is_correct(answer, task.answer) if answer is not None else False
+        reward = self.score(final, task)
         usage = response.usage_details or {}
         return Episode(
             task_id=task.id,
-            sample=0,
-            reward=1.0 if passed else 0.0,
-            passed=passed,
-            answer=answer,
+            reward=reward,
+            passed=self.passed(reward),
+            answer=_reward.extract_answer(final),
             messages=messages,
             tool_calls=sum(len(m.get("tool_calls", [])) for m in messages),
             turns=sum(1 for m in messages if m["role"] == "assistant"),
@@ -96,13 +85,14 @@ class MathBenchmark(Benchmark):
         calculate_tool.__name__ = "calculate"
         return [calculate_tool]
 
-    def score_completion(self, completion: str, task: Task) -> float:
-        return float(_reward.reward(completion, task.answer))
+    def score(self, text: str, task: Task) -> float:
+        """1 when the answer after ``###`` is the task's result (reward.py), else 0."""
+        return float(_reward.reward(text, task.answer))
 
     def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
         """``format_reward``: the final text has a ``###`` answer; ``partial_credit``: closeness of its last number
         to a numeric answer, 1 / (1 + |ln(pred / truth)|)."""
-        final = str(episode.messages[-1].get("text", "")) if episode.messages else ""
+        final = episode.final_text
         return {
             "format_reward": float(_reward.extract_answer(final) is not None),
             "partial_credit": _closeness(final, task),

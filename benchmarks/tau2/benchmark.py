@@ -18,16 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import SpecError
 from harness.paths import cache_dir
-from harness.rollout.protocol import (
-    Benchmark,
-    Episode,
-    RolloutContext,
-    Task,
-    load_module,
-    message_record,
-    register_benchmark,
-)
-from harness.spec.schema import BenchmarkSpec
+from harness.rollout import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
+from harness.spec import BenchmarkSpec
 
 _compat = load_module(Path(__file__).with_name("compat.py"), "harness_benchmark_tau2_compat")
 
@@ -40,10 +32,6 @@ class Tau2Options(BaseModel):
     max_steps: int = Field(100, gt=1, description="Most messages (both sides) before the conversation is cut.")
     assistant_window: int = Field(4000, gt=0, description="Token window of the assistant's history (o200k count).")
     user_max_tokens: int = Field(256, gt=0, description="Most tokens per user-simulator message.")
-
-
-def _is_success(reward: float) -> bool:
-    return abs(reward - 1.0) <= 1e-6  # τ²'s is_successful
 
 
 @register_benchmark
@@ -116,7 +104,7 @@ class Tau2Benchmark(Benchmark):
             task_id=task.id,
             sample=0,
             reward=reward,
-            passed=_is_success(reward),
+            passed=self.passed(reward),  # τ²'s is_successful: the reward is 1 (to 1e-6)
             answer=termination,
             messages=records,
             tool_calls=sum(len(m.get("tool_calls", [])) for m in records),

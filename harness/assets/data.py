@@ -31,7 +31,8 @@ from typing import Any
 
 from harness.errors import DataError
 from harness.paths import cache_dir
-from harness.spec.schema import DatasetFile, DatasetSpec, ShuffleSelect
+from harness.spec import DatasetFile, DatasetSpec
+from harness.spec.schema import ShuffleSelect
 
 MIRROR_ENV = "HARNESS_DATA_MIRROR"
 

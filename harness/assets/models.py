@@ -30,7 +30,8 @@ from harness.assets.digests import cached_digest
 from harness.assets.identity import checkpoint_hash
 from harness.errors import ModelError
 from harness.paths import cache_dir
-from harness.spec.schema import HubModel, LocalModel, ModelSpec, PypiGgufChunksModel, PypiGgufModel
+from harness.spec import ModelSpec
+from harness.spec.schema import HubModel, LocalModel, PypiGgufChunksModel, PypiGgufModel
 
 __all__ = ["checkpoint_hash", "model_source", "prepare_model"]
 

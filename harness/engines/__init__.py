@@ -1,10 +1,25 @@
-"""Training engines, registered by name."""
+"""Stage 7, engines: training behind one interface (:class:`~harness.engines.base.Engine`).
+
+``base`` (the Engine base class with its optional capabilities, TrainRequest/TrainResult, the shared config keys),
+``shaping`` (the training reward: the rollout's task reward plus weighted shaping terms), ``child`` (a trainer in a
+child process, its progress lines, its exit named), and one subpackage per engine: ``trl/`` (``trl-grpo``: TRL's
+GRPOTrainer, CPU, single-turn), ``trace/`` (``trace-grpo``: GRPO on the benchmark's own traced rollouts), ``verl/``
+(``verl``: VERL's GRPO with vLLM rollouts on GPUs). A new engine is a subpackage with a class registered by
+:func:`~harness.engines.base.register_engine`, imported in :func:`_load_builtin`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+
+from pydantic import ValidationError
 
 from harness.engines.base import ENGINES, Engine, TrainRequest, TrainResult, register_engine
+from harness.errors import SpecError
+from harness.registry import did_you_mean
+from harness.rollout.protocol import Benchmark
+from harness.spec import BenchmarkSpec, load_spec
+from harness.spec.parse import format_validation_error
 
 
 def _load_builtin() -> None:
@@ -21,20 +36,40 @@ def engine_names() -> list[str]:
     return ENGINES.names()
 
 
-def get_engine_class(name: str) -> type[Any]:
+def get_engine_class(name: str) -> type[Engine]:
     return ENGINES.get(name)
 
 
 def get_engine(name: str) -> Engine:
-    engine: Engine = get_engine_class(name)()
-    return engine
+    return get_engine_class(name)()
 
 
-def check_engine(spec: Any, bench: Any) -> None:
-    """Raise SpecError when ``bench`` cannot train with the spec's engine as configured (the engine's ``check``)."""
-    check = getattr(get_engine_class(spec.training.engine), "check", None)
-    if check is not None:
-        check(spec, bench)
+def validate_training(spec: BenchmarkSpec, path: Path) -> None:
+    """The spec's ``training`` against its engine: a known engine name, and a config the engine accepts. One line
+    naming the file and the key, as every spec error."""
+    names = engine_names()
+    if spec.training.engine not in names:
+        raise SpecError(
+            f"{path}: training.engine: unknown engine {spec.training.engine!r}"
+            f"{did_you_mean(spec.training.engine, names)} (engines: {', '.join(names)})"
+        )
+    try:
+        get_engine_class(spec.training.engine).config(spec)
+    except ValidationError as err:
+        _, _, rest = format_validation_error(path, err).partition(": ")
+        raise SpecError(f"{path}: training.config.{rest}") from None
+
+
+def load_checked_spec(path: Path, profile: str | None = None) -> BenchmarkSpec:
+    """:func:`harness.spec.load_spec` and :func:`validate_training`: the whole spec, as a run reads it."""
+    spec = load_spec(path, profile)
+    validate_training(spec, path)
+    return spec
+
+
+def check_engine(spec: BenchmarkSpec, bench: Benchmark) -> None:
+    """Raise :class:`SpecError` when ``bench`` cannot train with the spec's engine as configured."""
+    get_engine_class(spec.training.engine).check(spec, bench)
 
 
 __all__ = [
@@ -45,5 +80,7 @@ __all__ = [
     "engine_names",
     "get_engine",
     "get_engine_class",
+    "load_checked_spec",
     "register_engine",
+    "validate_training",
 ]

@@ -1,24 +1,45 @@
-"""The training-engine interface: one implementation per engine, all behind :class:`Engine`.
+"""The training-engine interface: :class:`Engine`, its request and result, and the config every engine shares.
 
 An engine takes a base checkpoint and the benchmark's training tasks and returns a new checkpoint that the
-evaluation phase can serve. Engines register themselves by name with :func:`register_engine`, so the spec names
-them and the results record which one ran.
+evaluation phase can serve. Engines register themselves by name with :func:`register_engine`, so a spec names
+them (``training.engine``) and the results record which one ran. Each engine validates its own
+``training.config`` with its :attr:`Engine.config_model`; the spec's schema does not know the engines.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
+from harness.backends import Backend
+from harness.engines.shaping import Shaping
 from harness.errors import SpecError
 from harness.registry import Registry
+from harness.rollout.protocol import Benchmark, Episode, Task
+from harness.rollout.tracing import TraceStore
+from harness.serving.simulator import SimulatorEndpoint
+from harness.spec import BenchmarkSpec
 
-if TYPE_CHECKING:
-    from harness.spec.schema import BenchmarkSpec
+Collect = Callable[[Path, list[Task], int, float, Path, TraceStore], list[Episode]]
+"""``collect(checkpoint, tasks, n, temperature, out_path, trace)``: serve ``checkpoint`` and run ``n`` real rollouts
+of each task with the benchmark's agent (and user simulator), tracing the policy's calls into ``trace``."""
+
+
+class EngineConfig(BaseModel):
+    """The keys every engine's ``training.config`` has; an engine's own config model adds its keys."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    shaping: dict[str, float] = Field(
+        default_factory=dict,
+        description="Training-reward shaping, {term: weight}: the benchmark's shaping terms and length_penalty "
+        "(harness.engines.shaping); pass rates never use it.",
+    )
 
 
 @dataclass(frozen=True)
@@ -34,22 +55,20 @@ class TrainRequest:
     on_progress: Callable[[int, int, dict[str, float]], None] | None = None
     resume_from: Path | None = None
     """An earlier attempt's ``output_dir``: continue from the last checkpoint the engine saved there, if any."""
-    backend: Any = None
-    """Where the trainer process runs (a :class:`harness.backends.Backend`); local when None."""
+    backend: Backend | None = None
+    """Where the trainer process runs; local when None."""
     labels: dict[str, str] = field(default_factory=dict)
     ray_address: str | None = None
     """A Ray cluster for engines that run on one (verl); None: the engine's default (``RAY_ADDRESS`` or local)."""
-    benchmark: Any = None
+    benchmark: Benchmark | None = None
     """The loaded benchmark (engines that run its rollouts or its reward hooks)."""
-    tasks: list[Any] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
     """The training split's tasks."""
-    collect: Callable[..., list[Any]] | None = None
-    """``collect(checkpoint, tasks, n, temperature, out_path, trace)``: serve ``checkpoint`` and run ``n`` real
-    rollouts of each task with the benchmark's agent (and user simulator), tracing the policy's calls into
-    ``trace``; returns the episodes. Provided by the runner to engines that train on their own rollouts."""
-    simulator: tuple[str, str, str] | None = None
-    """The run's user simulator as (base_url, model, api_key), for engines whose workers run the rollouts
-    themselves (verl); None for benchmarks without one."""
+    collect: Collect | None = None
+    """Provided by the runner to engines that train on their own rollouts (:attr:`Engine.uses_policy_server`)."""
+    simulator: SimulatorEndpoint | None = None
+    """The run's user simulator, for engines whose workers run the rollouts themselves (verl); None for benchmarks
+    without one."""
 
 
 @dataclass(frozen=True)
@@ -62,24 +81,52 @@ class TrainResult:
     """The saved step training continued from (``TrainRequest.resume_from``); 0 when it started afresh."""
 
 
-class Engine(Protocol):
-    """A training engine. ``config_model`` validates ``training.config`` of the spec."""
+class Engine(ABC):
+    """A training engine: a name, a config model, :meth:`train`, and optional capabilities with their defaults."""
 
     name: ClassVar[str]
-    config_model: ClassVar[type[BaseModel]]
-    # Optional: ``uses_policy_server: ClassVar[bool]`` -- True for an engine that trains on rollouts served by the
-    # run's policy server (``TrainRequest.collect``), which then stays up through training; default False (the
-    # server is stopped so the trainer has the machine, unless ``serving.keep_during_training``).
-    # Optional: ``starts_while_server_stops: ClassVar[bool]`` -- True for an engine whose trainer may start while that
-    # server is still shutting down (a CPU trainer, whose memory peaks long after its start); default False (the
-    # server is gone before the trainer starts: a GPU trainer measures free accelerator memory when it starts).
-    # Optional: ``check(spec, bench) -> None`` (a static method) -- raises SpecError when the benchmark cannot train
-    # with this engine as configured (missing hooks, unknown shaping terms); the runner calls it before anything
-    # starts.
+    config_model: ClassVar[type[EngineConfig]] = EngineConfig
+    uses_policy_server: ClassVar[bool] = False
+    """True for an engine that trains on rollouts served by the run's policy server (``TrainRequest.collect``),
+    which then stays up through training. False: the server is stopped so the trainer has the machine, unless
+    ``serving.keep_during_training``."""
+    starts_while_server_stops: ClassVar[bool] = False
+    """True for an engine whose trainer may start while that server is still shutting down (a CPU trainer, whose
+    memory peaks long after its start). False: the server is gone first (a GPU trainer measures free accelerator
+    memory when it starts)."""
 
+    @classmethod
+    def config(cls, spec: BenchmarkSpec) -> EngineConfig:
+        return cls.config_model.model_validate(spec.training.config)
+
+    @classmethod
+    def check(cls, spec: BenchmarkSpec, bench: Benchmark) -> None:
+        """Before anything starts: raise :class:`SpecError` when ``bench`` cannot train with this engine as
+        configured. By default, every weighted shaping term must be one the benchmark provides."""
+        Shaping.from_config(cls.config(spec).shaping).check(bench)
+
+    @abstractmethod
     def train(self, request: TrainRequest) -> TrainResult: ...
 
 
-ENGINES: Registry[type[Any]] = Registry("engine", SpecError)
+ENGINES: Registry[type[Engine]] = Registry("engine", SpecError)
 """Engines by name; the package (:mod:`harness.engines`) loads the built-in ones on the first lookup."""
-register_engine = ENGINES.register
+
+
+def register_engine(cls: type[Engine]) -> type[Engine]:
+    """Class decorator: make an :class:`Engine` subclass known under its ``name``."""
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise SpecError(f"{getattr(cls, '__name__', cls)!r}: @register_engine needs a subclass of Engine")
+    return ENGINES.register(cls)
+
+
+__all__ = [
+    "ENGINES",
+    "Collect",
+    "Engine",
+    "EngineConfig",
+    "SpecError",
+    "TrainRequest",
+    "TrainResult",
+    "register_engine",
+]

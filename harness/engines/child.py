@@ -69,9 +69,7 @@ def run_trainer(
     process's environment and :data:`WORKER_ENV`, ``unset`` removed from it; ``mounts`` are the paths a container
     needs. With ``total_steps``, each record of a step (``step`` > 0) goes to ``request.on_progress`` as it arrives.
     """
-    environment = share_cores(
-        dict(os.environ, **WORKER_ENV)
-    )  # beside a model server or another run (harness.serving.cores)
+    environment = share_cores(dict(os.environ, **WORKER_ENV))  # beside a model server or another run
     environment.update(env or {})
     for name in unset:
         environment.pop(name, None)

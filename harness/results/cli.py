@@ -1,8 +1,8 @@
 """The ``results``, ``compare`` and ``report`` commands of the ``harness`` CLI.
 
 Only argument parsing lives here; the work is done by :class:`~harness.results.compare.compare.CompareCommand`,
-:class:`~harness.results.report.report.ReportCommand` and :class:`~harness.results.store.store.ResultStore`. User errors are
-raised as :class:`~harness.errors.ResultsError` for the main CLI to print as one line (exit code 2).
+:class:`~harness.results.report.report.ReportCommand` and :class:`~harness.results.store.store.ResultStore`. User
+errors are raised as :class:`~harness.errors.ResultsError` for the main CLI to print as one line (exit code 2).
 """
 
 from __future__ import annotations

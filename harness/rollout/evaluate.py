@@ -11,7 +11,6 @@ Records already in the output file (same task and sample) are reused, so an inte
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import random
 import time
@@ -25,6 +24,7 @@ import httpx
 from harness import timing
 from harness.rollout.blame import blame, code_error
 from harness.rollout.protocol import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.rollout.records import finished, to_line
 from harness.rollout.tracing import TraceStore, TracingTransport, rollout_scope
 
 
@@ -86,24 +86,6 @@ def _one_line(exc: BaseException) -> str:
     return text.replace("\n", " ")[:500]
 
 
-def load_done(path: Path) -> dict[tuple[str, int], Episode]:
-    """Finished (non-infra) records of an earlier, interrupted evaluation into the same file."""
-    done: dict[tuple[str, int], Episode] = {}
-    if not path.exists():
-        return done
-    fields = {f.name for f in dataclasses.fields(Episode)}
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a crash
-            ep = Episode(**{k: v for k, v in raw.items() if k in fields})
-            if ep.error_kind not in ("infra", "timeout"):
-                done[(ep.task_id, ep.sample)] = ep
-    return done
-
-
 async def _run_one(
     bench: Benchmark,
     task: Task,
@@ -138,6 +120,7 @@ async def _run_one(
                 episode = await bench.rollout(task, ctx)
             episode.sample = sample
             episode.attempts = attempts
+            episode.latency_s = episode.latency_s or time.perf_counter() - started
             return episode
         except asyncio.CancelledError:
             raise
@@ -175,7 +158,7 @@ async def evaluate(
     import openai
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    done = load_done(out_path)
+    done = finished(out_path)
     todo = [(t, s) for t in tasks for s in range(settings.samples_per_task) if (t.id, s) not in done]
     results: dict[tuple[str, int], Episode] = dict(done)
     for ep in done.values():
@@ -231,7 +214,7 @@ async def evaluate(
         async def worker(task: Task, sample: int, resources: Any) -> None:
             async with sem:
                 ep = await _run_one(bench, task, sample, settings, client, resources, simulator, error_log)
-            line = json.dumps(dataclasses.asdict(ep), ensure_ascii=False)
+            line = to_line(ep)
             async with lock:
                 out.write(line + "\n")
                 out.flush()

@@ -1,39 +1,49 @@
-"""The benchmark interface and its registry.
+"""The Benchmark protocol: what a benchmark gives the harness, and the records that cross the boundary.
 
-A benchmark lives in ``benchmarks/<name>/``: ``spec.yaml`` says what to run, and the spec's ``entrypoint``
-(``benchmark.py``) defines a class decorated with :func:`register_benchmark`. Adding a benchmark touches nothing
-outside its folder.
+A benchmark is a folder ``benchmarks/<name>/`` with ``spec.yaml`` and an entrypoint (``benchmark.py``) defining one
+class registered with :func:`harness.rollout.loading.register_benchmark`. Its rollout is the one scoring path:
+evaluation runs it, and every training engine runs it too (or, for ``trl-grpo``, its single-turn hooks, derived
+from the same :meth:`Benchmark.score`).
+
+Who fills what (so a benchmark writes only its own part):
+
+- :class:`Task`: the benchmark (:meth:`Benchmark.tasks`; the default reads ``id``, :attr:`Benchmark.prompt_field`
+  and :attr:`Benchmark.answer_field` of each dataset row).
+- :class:`RolloutContext`: the harness, every field, for each rollout; ``client`` is always set (an
+  ``openai.AsyncOpenAI`` for the served policy), ``resources`` is what :meth:`Benchmark.resources` yielded (None
+  without resources), ``simulator`` is set only for a spec with a ``user_simulator``.
+- :class:`Episode`: the benchmark returns one per rollout with at least ``task_id``, ``reward`` and ``passed``
+  (:meth:`Benchmark.passed`) and the ``messages`` (``{"role": ..., "text": ...}`` dicts, plus ``tool_calls`` /
+  ``tool_results`` where there are some); the harness sets ``sample`` and ``attempts``, and ``latency_s`` when the
+  benchmark left it at 0; ``error_kind`` and ``error`` are the harness's when a rollout fails.
 """
 
 from __future__ import annotations
 
 import contextlib
-import difflib
-import hashlib
-import importlib.util
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from harness.errors import HarnessError, SpecError
-from harness.paths import benchmarks_dir
-from harness.registry import Registry
-from harness.spec.schema import BenchmarkSpec, load_spec
+from harness.spec import BenchmarkSpec
 
 ErrorKind = Literal["", "infra", "timeout", "agent"]
+INFRA_ERROR_KINDS: frozenset[str] = frozenset({"infra", "timeout"})
+"""``error_kind`` values that are infrastructure failures, not the agent's: excluded from pass rates."""
+PASS_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
 class Task:
-    """One task of a split: ``prompt`` is what the agent sees, ``answer`` what the reward checks against."""
+    """One task of a split: ``prompt`` is what the agent sees, ``answer`` what the score checks against."""
 
     id: str
     prompt: str
     answer: str
     data: dict[str, Any] = field(default_factory=dict)
+    """The whole dataset row."""
 
 
 @dataclass(frozen=True)
@@ -47,34 +57,43 @@ class SimulatorContext:
 
 @dataclass(frozen=True)
 class RolloutContext:
-    """What one rollout may use: the served policy and the sampling settings of the spec."""
+    """What one rollout may use: the served policy and the spec's sampling settings (all set by the harness)."""
 
     base_url: str
     model: str
     temperature: float
     max_tokens: int
+    """Most tokens per model reply (``evaluation.max_tokens``)."""
     max_turns: int
+    """Most model calls in one episode (``agent.max_turns``)."""
     request_timeout_s: float
     seed: int
+    """The sampling seed of this rollout (derived from the run's seed and the sample index)."""
     client: Any = None
     """A shared ``openai.AsyncOpenAI`` for the policy endpoint (connection pooling, no client-side retries)."""
     resources: Any = None
-    """What the benchmark's ``resources()`` yielded (e.g. a pooled tool session)."""
+    """What the benchmark's ``resources()`` yielded (e.g. a pooled tool session); None without resources."""
     simulator: SimulatorContext | None = None
+    """The run's user simulator, for a spec with ``user_simulator``; None otherwise."""
 
 
 @dataclass
 class Episode:
-    """The record of one rollout, as stored in ``rollouts.jsonl``."""
+    """The record of one rollout, as stored in ``rollouts-<phase>.jsonl``."""
 
     task_id: str
-    sample: int
+    sample: int = 0
+    """Which sample of the task (set by the harness)."""
     reward: float = 0.0
+    """The task reward, unshaped: what evaluation scores and training optimises."""
     passed: bool = False
     answer: str | None = None
+    """The answer extracted from the reply, if the benchmark has such a notion."""
     messages: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation: ``{"role", "text"}`` dicts, with ``tool_calls`` / ``tool_results`` lists where made."""
     tool_calls: int = 0
     turns: int = 0
+    """Model replies in the episode."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
@@ -84,36 +103,50 @@ class Episode:
     info: dict[str, Any] = field(default_factory=dict)
     """Benchmark-specific record (e.g. τ²'s reward breakdown and native message list)."""
 
+    @property
+    def final_text(self) -> str:
+        """The text of the last message (the agent's final reply)."""
+        return str(self.messages[-1].get("text", "")) if self.messages else ""
+
+    @property
+    def is_infra(self) -> bool:
+        return self.error_kind in INFRA_ERROR_KINDS
+
 
 class Benchmark(ABC):
-    """What a benchmark provides to the harness: its tasks and a rollout that returns a scored :class:`Episode`.
+    """What a benchmark provides: its tasks and a rollout that returns a scored :class:`Episode`.
 
-    Required: :meth:`tasks` and :meth:`rollout`. Evaluation and every training engine call the same ``rollout``:
-    its ``Episode.reward`` is the task reward everywhere (pass rates use ``Episode.passed``).
+    Required: :meth:`rollout` (:class:`~harness.rollout.single_turn.SingleTurnBenchmark` derives it from
+    ``prompt`` and ``score``). Optional hooks, each with a default:
 
-    Optional hooks, each with a default, so a benchmark without tools or shaping writes none of them:
-
-    - :meth:`resources`: long-lived resources shared by a batch of rollouts (a tool server session); none.
+    - :meth:`tasks`: dataset rows to tasks (default: ``id``, :attr:`prompt_field`, :attr:`answer_field`);
+    - :meth:`passed`: whether a reward passes (default: reward 1);
+    - :meth:`resources`: long-lived resources shared by a batch of rollouts (a tool server session); none;
     - :attr:`shaping_terms` and :meth:`shaping`: named dense signals in [0, 1] that a training profile may weight
-      into the training reward (``training.config.shaping: {term: weight}``); pass rates never use them.
-    - :meth:`training_prompt`, :meth:`training_tools`, :meth:`score_completion`: single-turn training for the
-      ``trl-grpo`` engine (TRL generates one completion per prompt and scores its text); a benchmark without them
-      trains with ``trace-grpo`` or ``verl``, and a run that asks for ``trl-grpo`` stops before it starts.
-
-    Register the class with :func:`register_benchmark`; the harness constructs it as ``cls(spec, folder)``.
+      into the training reward (``training.config.shaping: {term: weight}``); pass rates never use them;
+    - :meth:`score`: the task reward of a final reply's text, where one exists; with :meth:`training_prompt` (and
+      :meth:`training_tools`) it lets ``trl-grpo`` train the benchmark single-turn;
+    - :meth:`write_native_results`: the benchmark's own results format beside the harness's (τ²'s JSON).
     """
 
     name: ClassVar[str]
     shaping_terms: ClassVar[tuple[str, ...]] = ()
     """Names of the terms :meth:`shaping` returns."""
+    prompt_field: ClassVar[str] = "prompt"
+    """The dataset column the default :meth:`tasks` reads the prompt from."""
+    answer_field: ClassVar[str] = "answer"
+    """The dataset column the default :meth:`tasks` reads the answer from."""
 
     def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
         self.spec = spec
         self.folder = folder
 
-    @abstractmethod
     def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
-        """Turn dataset rows into tasks."""
+        """Dataset rows to tasks."""
+        return [
+            Task(id=str(r["id"]), prompt=str(r[self.prompt_field]), answer=str(r[self.answer_field]), data=dict(r))
+            for r in rows
+        ]
 
     @abstractmethod
     async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
@@ -121,8 +154,12 @@ class Benchmark(ABC):
 
         An exception that an agent library raises (a malformed tool call, too many turns) is the agent's failure:
         the sample is recorded as an agent error and fails. An exception raised by the benchmark's own code (or the
-        harness's) fails the run, naming its file and line; raise :class:`harness.rollout.blame.AgentFailure` to mark an
-        agent's failure from the benchmark's code. See :mod:`harness.rollout.blame`."""
+        harness's) fails the run, naming its file and line; raise :class:`harness.rollout.blame.AgentFailure` to
+        mark an agent's failure from the benchmark's code."""
+
+    def passed(self, reward: float) -> bool:
+        """Whether a task reward is a pass: the one definition every phase and engine uses."""
+        return reward >= 1.0 - PASS_TOLERANCE
 
     def resources(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Shared, long-lived resources for a batch of rollouts; ``ctx.resources`` in :meth:`rollout`."""
@@ -132,6 +169,10 @@ class Benchmark(ABC):
         """The :attr:`shaping_terms` of a scored episode, each in [0, 1]."""
         return {}
 
+    def score(self, text: str, task: Task) -> float:
+        """The task reward of a final reply ``text`` (single-turn training scores its completions with it)."""
+        raise NotImplementedError
+
     def training_prompt(self, task: Task) -> list[dict[str, str]]:
         """Single-turn training (``trl-grpo``): the chat messages a completion starts from."""
         raise NotImplementedError
@@ -140,16 +181,18 @@ class Benchmark(ABC):
         """Single-turn training (``trl-grpo``): tools as plain callables, for TRL's own tool loop."""
         return []
 
-    def score_completion(self, completion: str, task: Task) -> float:
-        """Single-turn training (``trl-grpo``): the task reward of a final assistant text."""
-        raise NotImplementedError
+    def write_native_results(self, episodes: list[Episode], path: Path, info: dict[str, Any]) -> None:  # noqa: B027
+        """Write the benchmark's own results format for one evaluation to ``path``; by default nothing."""
 
     @classmethod
     def trains_single_turn(cls) -> bool:
-        """Whether the benchmark implements the single-turn hooks ``trl-grpo`` needs."""
-        return cls.training_prompt is not Benchmark.training_prompt and (
-            cls.score_completion is not Benchmark.score_completion
-        )
+        """Whether the benchmark implements the single-turn hooks ``trl-grpo`` needs (``training_prompt``,
+        ``score``)."""
+        return cls.training_prompt is not Benchmark.training_prompt and cls.score is not Benchmark.score
+
+    @classmethod
+    def writes_native_results(cls) -> bool:
+        return cls.write_native_results is not Benchmark.write_native_results
 
 
 def message_record(message: Any) -> dict[str, Any]:
@@ -169,81 +212,6 @@ def message_record(message: Any) -> dict[str, Any]:
     return record
 
 
-BENCHMARKS: Registry[type[Any]] = Registry("benchmark", SpecError)
-_BY_MODULE: dict[str, list[type[Any]]] = {}
-
-
-def register_benchmark(cls: type[Any]) -> type[Any]:
-    """Class decorator: make a :class:`Benchmark` subclass known by its ``name``."""
-    if not (isinstance(cls, type) and issubclass(cls, Benchmark)):
-        raise SpecError(f"{getattr(cls, '__name__', cls)!r}: @register_benchmark needs a subclass of Benchmark")
-    BENCHMARKS.register(cls)
-    _BY_MODULE.setdefault(cls.__module__, []).append(cls)
-    return cls
-
-
 @contextlib.asynccontextmanager
 async def no_resources() -> AsyncIterator[None]:
     yield None
-
-
-def load_module(path: Path, name: str) -> Any:
-    """Import a benchmark's helper module by file path (benchmarks are folders, not packages)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    mod_spec = importlib.util.spec_from_file_location(name, path)
-    if mod_spec is None or mod_spec.loader is None:
-        raise SpecError(f"{path}: cannot import")
-    module = importlib.util.module_from_spec(mod_spec)
-    sys.modules[name] = module
-    mod_spec.loader.exec_module(module)
-    return module
-
-
-def available_benchmarks(root: Path | None = None) -> list[str]:
-    root = root or benchmarks_dir()
-    return sorted(p.parent.name for p in root.glob("*/spec.yaml"))
-
-
-def spec_path(name: str, root: Path | None = None) -> Path:
-    root = root or benchmarks_dir()
-    path = root / name / "spec.yaml"
-    if not path.exists():
-        names = available_benchmarks(root)
-        hint = difflib.get_close_matches(name, names, n=1)
-        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
-        raise SpecError(f"unknown benchmark {name!r}{did_you_mean} (benchmarks: {', '.join(names) or 'none'})")
-    return path
-
-
-def load_benchmark(spec: BenchmarkSpec, folder: Path) -> Benchmark:
-    """Import the benchmark's entrypoint by file path and instantiate the registered class."""
-    entry = folder / spec.entrypoint
-    if not entry.exists():
-        raise SpecError(f"{folder / 'spec.yaml'}: entrypoint: file {entry.name} not found in {folder}")
-    # one module per entrypoint file: copies of a benchmark folder (or two folders) never share a class
-    module = f"harness_benchmark_{spec.name}_{hashlib.sha256(str(entry.resolve()).encode()).hexdigest()[:12]}"
-    try:
-        load_module(entry, module)
-        cls = next((c for c in _BY_MODULE.get(module, []) if c.name == spec.name), None)
-        if cls is None:
-            raise SpecError(f"{entry}: no class registered with @register_benchmark under name {spec.name!r}")
-        missing = sorted(getattr(cls, "__abstractmethods__", ()))
-        if missing:
-            raise SpecError(f"{entry}: benchmark {spec.name!r} does not implement {', '.join(missing)}")
-        bench: Benchmark = cls(spec, folder)
-    except ModuleNotFoundError as exc:  # the benchmark's packages are not in this environment (or image)
-        sys.modules.pop(module, None)
-        raise HarnessError(
-            f"{entry}: benchmark {spec.name!r} imports {exc.name or exc}, which this Python environment does not have "
-            f"({sys.prefix}); install the benchmark's packages here, or run it where they are"
-        ) from None
-    return bench
-
-
-def open_benchmark(name: str, profile: str | None = None) -> tuple[BenchmarkSpec, Benchmark, Path]:
-    path = spec_path(name)
-    spec = load_spec(path, profile)
-    if spec.name != name:
-        raise SpecError(f"{path}: name: {spec.name!r} does not match the folder name {name!r}")
-    return spec, load_benchmark(spec, path.parent), path

@@ -7,18 +7,30 @@ from __future__ import annotations
 import json
 import os
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from harness.assets.models import model_source
+from harness.results.store.manifest import (
+    ArgsRecord,
+    DatasetRecord,
+    EngineRecord,
+    Manifest,
+    ModelRecord,
+    PhasesRecord,
+    PhaseSummary,
+    ResumeRecord,
+    SpecRecord,
+)
 from harness.results.store.schema import RunRow, TaskOutcome
 from harness.results.store.store import ResultStore
 from harness.run.provenance import folder_hash, hardware, run_packages
-from harness.run.state import PhaseSummary, RunOptions, RunState
-from harness.spec.schema import BenchmarkSpec, spec_hash
+from harness.run.state import RunState
+from harness.spec import BenchmarkSpec, spec_hash
+from harness.spec.options import RunOptions
 from harness.ui import fmt
 
 SECRET_ENV_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -60,7 +72,7 @@ def record_run(
     packages = run_packages()
     for role, image in ctx.backend.get("images", {}).items():
         packages[f"image:{role}"] = image.get("digest", "")  # the row itself names the images that ran
-    before, after = state.before or PhaseSummary(), state.after or PhaseSummary()
+    before, after = state.summaries.get("before", PhaseSummary()), state.summaries.get("after", PhaseSummary())
     eval_tasks = {e.task_id for eps in state.episodes.values() for e in eps}
     row = RunRow(
         run_id=state.run_id,
@@ -117,12 +129,12 @@ def record_run(
     manifest = build_manifest(state, ctx, row, packages)
     try:
         _keep_earlier_manifest(state.run_dir / "manifest.json", state.run_id)
-        (state.run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        (state.run_dir / "manifest.json").write_text(json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
     except OSError as exc:  # the results store below still records the run (and its manifest)
         console.print(f"  warning: cannot write {state.run_dir / 'manifest.json'}: {exc.strerror}")
     store.append_run(row, outcomes, manifest)
     console.print(f"[bold]{status}[/] {state.run_id}: row appended to {store.root / spec.name / 'runs.csv'}")
-    if state.before is not None or state.after is not None:
+    if state.summaries:
         console.print(
             f"[bold]pass@1[/] before {fmt(before)}  ->  after {fmt(after)}  "
             f"(model {row.model_hash_before[:12]} -> {row.model_hash_after[:12] or 'untrained'})"
@@ -130,62 +142,53 @@ def record_run(
     return row
 
 
-def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: dict[str, str]) -> dict[str, Any]:
-    """The provenance manifest: resolved spec, arguments, data, model, engine, backend, phases, packages."""
-    return {
-        "format_version": 1,
-        "run_id": state.run_id,
-        "row": row.model_dump(mode="json"),
-        "spec": {
-            "path": str(ctx.spec_path.relative_to(ctx.spec_path.parents[2])),
-            "profile": ctx.spec.profile,
-            "hash": row.spec_hash,
-            "resolved": ctx.spec.model_dump(mode="json"),
-            "version": ctx.spec.version,
-            "benchmark_folder_sha256": row.benchmark_sha256,
-        },
-        "args": {
-            "as_passed": {
-                k: ("<path>" if isinstance(v, Path) else str(v))
-                for k, v in asdict(ctx.options).items()
-                if v is not None
-            }
-        },
-        "dataset": {"name": ctx.spec.dataset.name, "source": ctx.spec.dataset.source, "sha256": state.dataset},
-        "model": {
-            "name": ctx.spec.model.name,
-            "hash_before": row.model_hash_before,
-            "hash_after": row.model_hash_after,
-            "source": model_source(state.base_model) if state.base_model else {},
-        },
-        "engine": {
-            "name": row.engine,
-            "steps": state.train_steps,
-            "resumed_from_step": state.train_resumed_step,
-            "tensorboard": _tensorboard_dir(state.run_dir),
-            "precision": _train_info(state.run_dir).get("precision", ""),
-        },
-        "backend": ctx.backend,
-        "user_simulator": state.simulator or None,
-        "serving": ctx.serving,
-        "resources": ctx.resources,
-        "train_metrics": state.train_metrics,
-        "phases": {
-            "wall_s": state.walls,
-            "before": asdict(state.before) if state.before else None,
-            "after": asdict(state.after) if state.after else None,
-        },
-        "packages": packages,
-        "hardware": row.hardware,
-        "platform": {"python": platform.python_version(), "system": platform.platform()},
-        "environment": recorded_env(),
-        "resume": {
-            "resumed_from": state.resumed_from,
-            "run_dir": state.run_dir.name,
-            "attempts": state.attempts,
-            "phases_done": state.done,
-        },
-    }
+def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: dict[str, str]) -> Manifest:
+    """The provenance manifest: resolved spec, options, data, model, engine, backend, phases, packages."""
+    return Manifest(
+        run_id=state.run_id,
+        row=row,
+        spec=SpecRecord(
+            path=str(ctx.spec_path.relative_to(ctx.spec_path.parents[2])),
+            profile=ctx.spec.profile,
+            hash=row.spec_hash,
+            resolved=ctx.spec.model_dump(mode="json"),
+            version=ctx.spec.version,
+            benchmark_folder_sha256=row.benchmark_sha256,
+        ),
+        args=ArgsRecord(as_passed=ctx.options.recorded()),
+        dataset=DatasetRecord(name=ctx.spec.dataset.name, source=ctx.spec.dataset.source, sha256=state.dataset),
+        model=ModelRecord(
+            name=ctx.spec.model.name,
+            hash_before=row.model_hash_before,
+            hash_after=row.model_hash_after,
+            source=model_source(state.base_model) if state.base_model else {},
+        ),
+        engine=EngineRecord(
+            name=row.engine,
+            steps=state.train_steps,
+            resumed_from_step=state.train_resumed_step,
+            tensorboard=_tensorboard_dir(state.run_dir),
+            precision=_train_info(state.run_dir).get("precision", ""),
+        ),
+        backend=ctx.backend,
+        user_simulator=state.simulator,
+        serving=ctx.serving,
+        resources=ctx.resources,
+        train_metrics=state.train_metrics,
+        phases=PhasesRecord(
+            wall_s=dict(state.walls), before=state.summaries.get("before"), after=state.summaries.get("after")
+        ),
+        packages=packages,
+        hardware=row.hardware,
+        platform={"python": platform.python_version(), "system": platform.platform()},
+        environment=recorded_env(),
+        resume=ResumeRecord(
+            resumed_from=state.resumed_from,
+            run_dir=state.run_dir.name,
+            attempts=state.attempts,
+            phases_done=list(state.done),
+        ),
+    )
 
 
 def _keep_earlier_manifest(path: Path, run_id: str) -> None:

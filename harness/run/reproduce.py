@@ -19,7 +19,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -27,6 +26,7 @@ from harness.errors import HarnessError
 from harness.paths import REPO_ROOT, artifacts_dir, cache_dir, env_python
 from harness.results.stats.agreement import Agreement, agreement
 from harness.results.store import git
+from harness.results.store.manifest import Manifest, ReproductionRecord
 from harness.results.store.reader import TableReader
 from harness.results.store.schema import RunRow, parse_packages
 from harness.results.store.sources import REPRODUCTION_NOTE
@@ -79,18 +79,18 @@ def drift_text(drift: dict[str, tuple[str, str]]) -> str:
     return ", ".join(f"{name} {old}->{new}" for name, (old, new) in sorted(drift.items()))
 
 
-def run_arguments(row: RunRow, manifest: dict[str, Any]) -> list[str]:
+def run_arguments(row: RunRow, manifest: Manifest) -> list[str]:
     """``harness run`` arguments that repeat the run (benchmark, profile, seed and the options it was given)."""
-    passed = manifest.get("args", {}).get("as_passed", {})
+    passed = manifest.args.as_passed
     if passed.get("checkpoint"):
         raise HarnessError(f"reproduce: run {row.run_id} evaluated a checkpoint given by path; it cannot be redone")
     args = [row.benchmark, "--profile", row.profile, "--seed", str(row.seed), "--backend", row.backend]
-    if passed.get("skip_baseline") == "True":
+    if passed.get("skip_baseline") is True:
         args.append("--skip-baseline")
-    if passed.get("eval_only") == "True":
+    if passed.get("eval_only") is True:
         args.append("--eval-only")
     for name in ("limit", "trials"):
-        if passed.get(name) not in (None, "None", ""):
+        if isinstance(passed.get(name), int):
             args += [f"--{name}", str(passed[name])]
     return args
 
@@ -120,7 +120,7 @@ class Reproduction:
         self.console = console or Console()
         self.store = ResultStore(options.results_root)
 
-    def check(self) -> tuple[RunRow, dict[str, Any], str, dict[str, tuple[str, str]]]:
+    def check(self) -> tuple[RunRow, Manifest, str, dict[str, tuple[str, str]]]:
         """Refuse, as one line, what cannot be reproduced; else the row, manifest, full commit and any drift."""
         row = find_run(self.store, self.options.run_id, self.options.benchmark)
         rid = row.run_id
@@ -203,8 +203,12 @@ class Reproduction:
         drift_note = f"package drift: {drift_text(drift)}" if drift else ""
         note = "; ".join(filter(None, [f"{REPRODUCTION_NOTE}{row.run_id}", new.note, drift_note]))
         recorded = new.model_copy(update={"note": note})
-        new_manifest["reproduces"] = {"run_id": row.run_id, "commit": commit, "package_drift": drift_text(drift)}
-        new_manifest["row"] = recorded.model_dump(mode="json")
+        new_manifest = new_manifest.model_copy(
+            update={
+                "reproduces": ReproductionRecord(run_id=row.run_id, commit=commit, package_drift=drift_text(drift)),
+                "row": recorded,
+            }
+        )
         self.store.append_run(recorded, outcomes, new_manifest)
         verdict = agreement(
             row,

@@ -1,38 +1,23 @@
-"""Resumable runs: a small state file in the run folder, and what ``harness run --resume <run_id>`` reuses.
+"""Resumable runs: what ``harness run --resume <run_id>`` finds and reuses.
 
-After every finished phase the runner writes ``run-state.json`` into the run folder (``artifacts/runs/<id>/``):
-which phases are done, the hashes they produced, the trained checkpoint and the wall times. ``--resume`` starts a
-new attempt with its own run id in the same folder: set-up is redone (it is cached and re-checks the dataset and
-model hashes against the recorded ones), finished phases are skipped and their records read back, training
-continues from the engine's last saved checkpoint, and an unfinished evaluation reuses the rollouts already in
-``rollouts-<phase>.jsonl``. The new attempt appends its own row, whose note names the run it resumed.
+After every finished phase the runner writes ``run-state.json`` into the run folder (``artifacts/runs/<id>/``,
+:mod:`harness.run.state`): which phases are done, the hashes they produced, the trained checkpoint and the wall
+times. ``--resume`` starts a new attempt with its own run id in the same folder: set-up is redone (it is cached and
+re-checks the dataset and model hashes against the recorded ones), finished phases are skipped and their records
+read back, training continues from the engine's last saved checkpoint, and an unfinished evaluation reuses the
+rollouts already in ``rollouts-<before|after>.jsonl``. The new attempt appends its own row, whose note names the run
+it resumed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 from harness.errors import HarnessError
 from harness.paths import artifacts_dir
-from harness.rollout.protocol import Episode, Task
-
-STATE_FILE = "run-state.json"
-STATE_VERSION = 1
-
-
-def state_path(run_dir: Path) -> Path:
-    return run_dir / STATE_FILE
-
-
-def write_state(run_dir: Path, data: dict[str, Any]) -> None:
-    """Replace the run folder's state file atomically (a crash leaves the previous state)."""
-    from harness.results.store.atomic import atomic_write
-
-    payload = {"version": STATE_VERSION, **data}
-    atomic_write(state_path(run_dir), (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode())
+from harness.run.state import STATE_FILE, RunState, read_state, state_path
+from harness.spec.options import RunOptions
 
 
 def find_run_dir(run_id: str, root: Path | None = None) -> Path:
@@ -55,45 +40,35 @@ def find_run_dir(run_id: str, root: Path | None = None) -> Path:
     raise HarnessError(f"--resume {run_id}: no such run under {runs}")
 
 
-def read_state(run_dir: Path) -> dict[str, Any]:
-    """The saved state of a run folder, checked; every problem is a one-line error."""
-    path = state_path(run_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot read run state: {exc.strerror}") from None
-    except ValueError:
-        raise HarnessError(f"{path}: run state is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise HarnessError(f"{path}: run state must be a JSON object")
-    if data.get("version") != STATE_VERSION:
-        raise HarnessError(f"{path}: run state version {data.get('version')!r} is not {STATE_VERSION}")
-    need = {"benchmark": str, "profile": str, "seed": int, "attempts": list, "done": list, "spec_hash": str}
-    for key, kind in need.items():
-        if not isinstance(data.get(key), kind):
-            raise HarnessError(f"{path}: run state: {key} missing or not a {kind.__name__}")
-    return data
+def saved_options(run_id: str) -> RunOptions:
+    """The options the run was started with (its benchmark, profile, seed, ...)."""
+    return read_state(find_run_dir(run_id)).options
 
 
-def read_rollouts(path: Path, tasks: list[Task], samples_per_task: int) -> list[Episode]:
-    """The final record of every (task, sample) of a finished evaluation, in task order (the last line wins)."""
-    fields = {f.name for f in dataclasses.fields(Episode)}
-    wanted = {(t.id, s) for t in tasks for s in range(samples_per_task)}
-    last: dict[tuple[str, int], Episode] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                raw = json.loads(line)
-            except ValueError:
-                continue
-            ep = Episode(**{k: v for k, v in raw.items() if k in fields})
-            if (ep.task_id, ep.sample) in wanted:
-                last[(ep.task_id, ep.sample)] = ep
-    missing = len(wanted) - len(last)
-    if missing:
-        raise HarnessError(f"{path}: {missing} rollouts of a phase recorded as finished are missing")
-    order = {t.id: i for i, t in enumerate(tasks)}
-    return sorted(last.values(), key=lambda e: (order[e.task_id], e.sample))
+def restore(state: RunState, options: RunOptions, run_id: str, spec_hash: str) -> None:
+    """Continue the run folder of ``run_id``: its finished phases, hashes and attempts."""
+    run_dir = find_run_dir(run_id)
+    saved = read_state(run_dir)
+    where = state_path(run_dir)
+    if saved.options.benchmark != options.benchmark:
+        raise HarnessError(f"{where}: run {run_id} is of benchmark {saved.options.benchmark!r}")
+    check_same(where, "the resolved spec", saved.spec_hash, spec_hash)
+    if "eval" in saved.done:
+        raise HarnessError(f"--resume {run_id}: the run already finished every phase")
+    state.run_dir, state.saved = run_dir, saved
+    state.attempts = list(saved.attempts)
+    state.resumed_from = state.attempts[-1] if state.attempts else run_id
+    state.done = [p for p in saved.done if p != "setup"]
+    state.walls.update({p: saved.walls.get(p, 0.0) for p in state.done})
+    if "train" in state.done:
+        checkpoint = run_dir / saved.checkpoint
+        if not (checkpoint / "config.json").exists():
+            state.done.remove("train")  # the trained checkpoint is gone: train again (from a saved step)
+        else:
+            state.checkpoint = checkpoint
+            state.model_hash_after = saved.model_hash_after
+            state.train_steps = saved.train_steps
+            state.train_metrics = list(saved.train_metrics)
 
 
 def check_same(path: Path, what: str, recorded: str, now: str) -> None:

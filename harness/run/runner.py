@@ -23,24 +23,28 @@ from harness import timing, ui
 from harness.assets.data import load_split
 from harness.assets.models import checkpoint_hash, prepare_model
 from harness.backends import get_backend
-from harness.engines import TrainRequest, check_engine, get_engine
+from harness.backends.tools import tool_commands
+from harness.engines import TrainRequest, check_engine, get_engine, validate_training
 from harness.paths import artifacts_dir, link_policy
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
 from harness.rollout.evaluate import EvalSettings, evaluate
-from harness.rollout.protocol import Episode, Task, open_benchmark
+from harness.rollout.loading import open_benchmark
+from harness.rollout.protocol import Episode, Task
+from harness.rollout.records import phase_records
 from harness.rollout.tracing import TraceStore
 from harness.run.memory import TreeSampler
 from harness.run.plan import RunPlan, plan_run
 from harness.run.provenance import git_state
 from harness.run.record import RecordContext, record_run
-from harness.run.resume import check_same, read_rollouts
-from harness.run.state import PHASES, PhaseSummary, RunOptions, RunState, mark_finished, new_run_id, restore, summarize
+from harness.run.resume import check_same, restore
+from harness.run.state import EVALUATION_PHASE, PHASES, Evaluation, Phase, RunState, new_run_id, summarize, write_state
 from harness.serving.policy import PolicyServer
-from harness.serving.simulator import start_user_simulator, tool_commands
-from harness.spec.schema import spec_hash
+from harness.serving.simulator import SimulatorEndpoint, start_user_simulator
+from harness.spec import spec_hash
+from harness.spec.options import RunOptions
 
-__all__ = ["PHASES", "RunOptions", "Runner"]
+__all__ = ["PHASES", "Runner"]
 
 
 class Runner:
@@ -55,6 +59,9 @@ class Runner:
             evaluation = self.spec.evaluation.model_copy(update=overrides)
             self.spec = self.spec.model_copy(update={"evaluation": evaluation})
         self.seed = options.seed if options.seed is not None else self.spec.seeds[0]
+        self.resolved = options.model_copy(update={"profile": self.spec.profile, "seed": self.seed})
+        """The options with the profile and seed the run uses (what run-state.json keeps for --resume)."""
+        validate_training(self.spec, self.spec_path)
         if not options.eval_only:
             check_engine(self.spec, self.bench)  # a benchmark the engine cannot train stops here, before anything runs
         self.store = ResultStore(options.results_root)
@@ -79,7 +86,7 @@ class Runner:
             state.run_dir = artifacts_dir() / "runs" / state.run_id
         state.attempts.append(state.run_id)
         state.run_dir.mkdir(parents=True, exist_ok=True)
-        self._simulator: tuple[str, str, str] | None = None
+        self._simulator: SimulatorEndpoint | None = None
         self.backend: Any = None
         stack = contextlib.ExitStack()
         self.memory.start()
@@ -120,10 +127,10 @@ class Runner:
             self._finished(state, "setup")
             checkpoint = self.options.checkpoint or base_model
             if plan.baseline == "reuse":
-                state.before = self._reuse(state, eval_tasks, "before")
+                self._reuse(state, eval_tasks, "before")
             elif plan.baseline == "run":
                 with self._phase(state, "baseline"):
-                    state.before = self._evaluate(state, base_model, self.spec.model.name, eval_tasks, "before")
+                    self._evaluate(state, base_model, eval_tasks, "before")
                 self._finished(state, "baseline")
             if plan.train == "reuse" and state.checkpoint is not None:
                 checkpoint = state.checkpoint
@@ -135,7 +142,7 @@ class Runner:
             elif self.options.checkpoint is not None:  # evaluation only, of a given checkpoint
                 state.model_hash_after = checkpoint_hash(checkpoint)
             with self._phase(state, "eval"):
-                state.after = self._evaluate(state, checkpoint, self.spec.model.name, eval_tasks, "after")
+                self._evaluate(state, checkpoint, eval_tasks, "after")
             self._finished(state, "eval")
         except KeyboardInterrupt:
             status, failed_phase = "incomplete", state.phase
@@ -155,7 +162,7 @@ class Runner:
         return self._record(state, status, failed_phase, note)
 
     @contextmanager
-    def _phase(self, state: RunState, name: str) -> Iterator[None]:
+    def _phase(self, state: RunState, name: Phase) -> Iterator[None]:
         state.phase = self.memory.label = name
         start = time.monotonic()
         try:
@@ -188,11 +195,11 @@ class Runner:
                 _, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
                 state.dataset[spec.training.split] = train_file.sha256
             state.model_hash_before = checkpoint_hash(base_model)
-        if state.saved:
+        if state.saved is not None:
             where = state.run_dir / "run-state.json"
-            check_same(where, "the model", state.saved.get("model_hash_before", ""), state.model_hash_before)
+            check_same(where, "the model", state.saved.model_hash_before, state.model_hash_before)
             for split, sha in state.dataset.items():
-                check_same(where, f"dataset split {split}", state.saved.get("dataset", {}).get(split, ""), sha)
+                check_same(where, f"dataset split {split}", state.saved.dataset.get(split, ""), sha)
         tasks = self.bench.tasks(eval_rows)
         if spec.evaluation.limit:
             tasks = tasks[: spec.evaluation.limit]
@@ -204,10 +211,15 @@ class Runner:
         timing.mark("setup_done")
         return base_model, tasks
 
-    def _evaluate(self, state: RunState, checkpoint: Path, name: str, tasks: list[Task], phase: str) -> PhaseSummary:
+    def _label(self, phase: Evaluation) -> str:
+        if phase == "before":
+            return "baseline eval"
+        return "evaluation" if self.options.eval_only else "eval after training"
+
+    def _evaluate(self, state: RunState, checkpoint: Path, tasks: list[Task], phase: Evaluation) -> None:
         ev = self.spec.evaluation
         total = len(tasks) * ev.samples_per_task
-        label = "baseline eval" if phase == "before" else "eval after training"
+        label = self._label(phase)
         start = time.monotonic()
         with ui.progress(self.console) as progress:
             bar = progress.add_task(f"{label}: starting model server", total=total)
@@ -234,13 +246,11 @@ class Runner:
                     evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done, ready)
                 )
         state.episodes[phase] = episodes
-        native = getattr(self.bench, "write_native_results", None)
-        if native is not None:
-            native(episodes, state.run_dir / f"native-results-{phase}.json", self._native_info(state))
-        summary = summarize(episodes)
-        summary.wall_s = time.monotonic() - start
+        native = state.run_dir / f"native-results-{phase}.json"
+        self.bench.write_native_results(episodes, native, self._native_info(state))
+        summary = summarize(episodes).model_copy(update={"wall_s": time.monotonic() - start})
+        state.summaries[phase] = summary
         ui.print_summary(self.console, label, summary)
-        return summary
 
     def _settings(self, base_url: str, temperature: float, n: int, trace: TraceStore | None = None) -> EvalSettings:
         ev, sim = self.spec.evaluation, self._simulator
@@ -255,9 +265,9 @@ class Runner:
             request_timeout_s=ev.request_timeout_s,
             retries=ev.retries,
             seed=self.seed,
-            simulator_url=sim[0] if sim else None,
-            simulator_model=sim[1] if sim else "",
-            simulator_api_key=sim[2] if sim else "EMPTY",
+            simulator_url=sim.base_url if sim else None,
+            simulator_model=sim.model if sim else "",
+            simulator_api_key=sim.api_key if sim else "EMPTY",
             trace=trace,
         )
 
@@ -285,8 +295,7 @@ class Runner:
         engine = get_engine(self.spec.training.engine)
         assert self.policy is not None
         self.policy.before_training(
-            engine_uses_server=bool(getattr(engine, "uses_policy_server", False)),
-            wait=not getattr(engine, "starts_while_server_stops", False),
+            engine_uses_server=engine.uses_policy_server, wait=not engine.starts_while_server_stops
         )
         total = int(self.spec.training.config.get("max_steps", 0)) or None
         with ui.progress(self.console) as progress:
@@ -330,20 +339,19 @@ class Runner:
 
     # -- resuming -------------------------------------------------------------------------------------------
 
-    def _reuse(self, state: RunState, tasks: list[Task], phase: str) -> PhaseSummary:
-        """A phase an earlier attempt finished: its records, read back instead of redone."""
-        episodes = read_rollouts(
-            state.run_dir / f"rollouts-{phase}.jsonl", tasks, self.spec.evaluation.samples_per_task
-        )
-        state.episodes[phase] = episodes
-        summary = summarize(episodes)
-        summary.wall_s = state.walls["baseline" if phase == "before" else "eval"]
-        label = "baseline eval" if phase == "before" else "eval after training"
-        ui.print_summary(self.console, f"{label} (reused, finished by an earlier attempt)", summary)
-        return summary
+    def _reuse(self, state: RunState, tasks: list[Task], phase: Evaluation) -> None:
+        """An evaluation an earlier attempt finished: its records, read back instead of redone."""
+        path = state.run_dir / f"rollouts-{phase}.jsonl"
+        state.episodes[phase] = episodes = phase_records(path, tasks, self.spec.evaluation.samples_per_task)
+        summary = summarize(episodes).model_copy(update={"wall_s": state.walls[EVALUATION_PHASE[phase]]})
+        state.summaries[phase] = summary
+        ui.print_summary(self.console, f"{self._label(phase)} (reused, finished by an earlier attempt)", summary)
 
-    def _finished(self, state: RunState, phase: str) -> None:
-        mark_finished(state, phase, self.options, self.spec.profile, self.seed, spec_hash(self.spec))
+    def _finished(self, state: RunState, phase: Phase) -> None:
+        """Record in the run folder that ``phase`` is done, so a later ``--resume`` skips it."""
+        if phase not in state.done:
+            state.done.append(phase)
+        write_state(state.run_dir, state.saved_state(self.resolved, spec_hash(self.spec)))
 
     def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
         ctx = RecordContext(
@@ -363,7 +371,7 @@ class Runner:
             "seed": self.seed,
             "num_trials": self.spec.evaluation.samples_per_task,
             "policy_model": self.spec.model.name,
-            "user_model": state.simulator.get("model", ""),
+            "user_model": state.simulator.model if state.simulator else "",
             "temperature": self.spec.evaluation.temperature,
             "user_temperature": self.spec.user_simulator.temperature if self.spec.user_simulator else 0.0,
         }

@@ -1,78 +1,121 @@
-"""A run's state: its options, what each phase produced, and the run folder's ``run-state.json`` (what a later
-``--resume`` reads back), written and read in one place.
+"""A run's state: what each phase produced (:class:`RunState`, in memory) and what a later ``--resume`` reads back
+(:class:`SavedState`, the run folder's ``run-state.json``): one typed, versioned model for its writer and readers.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import HarnessError
 from harness.results.stats.aggregate import count_samples
 from harness.results.stats.summary import summarize_counts
+from harness.results.store.atomic import atomic_write
+from harness.results.store.manifest import PhaseSummary
 from harness.rollout.protocol import Episode
-from harness.run.resume import check_same, find_run_dir, read_state, write_state
+from harness.serving.simulator import SimulatorRecord
+from harness.spec.options import RunOptions
 
-PHASES = ("setup", "baseline", "train", "eval")
+Phase = Literal["setup", "baseline", "train", "eval"]
+PHASES: tuple[Phase, ...] = ("setup", "baseline", "train", "eval")
+"""A run's phases in order. The two evaluations' records are named by when they measure the model: ``before``
+(the baseline phase) and ``after`` (the eval phase)."""
+Evaluation = Literal["before", "after"]
+EVALUATION_PHASE: dict[Evaluation, Phase] = {"before": "baseline", "after": "eval"}
 
-
-@dataclass
-class RunOptions:
-    benchmark: str
-    profile: str | None = None
-    seed: int | None = None
-    group_id: str | None = None
-    data_mirror: Path | None = None
-    skip_baseline: bool = False
-    backend: str = "local"
-    results_root: Path | None = None
-    ray_address: str | None = None
-    """A Ray cluster for engines that train on one (verl); None: ``RAY_ADDRESS`` or a local head."""
-    eval_only: bool = False
-    checkpoint: Path | None = None
-    """With ``eval_only``: the checkpoint to evaluate instead of the spec's model."""
-    limit: int | None = None
-    trials: int | None = None
-    resume: str | None = None
-    """Run id to resume: its folder, finished phases and last training checkpoint are reused."""
+STATE_FILE = "run-state.json"
+STATE_VERSION = 2
 
 
-@dataclass
-class PhaseSummary:
-    pass_rate: float | None = None
-    ci: tuple[float, float] | None = None
-    n_scored: int = 0
-    n_passed: int = 0
-    infra_errors: int = 0
-    agent_errors: int = 0
-    wall_s: float = 0.0
-    pass_hat_k: dict[int, float] = field(default_factory=dict)
-    """τ²'s pass^k over the tasks with scored trials (k = 1 .. their fewest scored trials, at most 16)."""
+class SavedState(BaseModel):
+    """``run-state.json``: written after every finished phase, read by ``harness run --resume``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[2] = STATE_VERSION
+    options: RunOptions = Field(description="What the run was asked, resolved (profile and seed set).")
+    spec_hash: str
+    attempts: list[str] = Field(description="Run ids of every attempt in this folder, oldest first.")
+    done: list[Phase] = Field(description="Phases finished, by any attempt.")
+    dataset: dict[str, str] = Field(default_factory=dict, description="Split -> sha256 found in set-up.")
+    model_hash_before: str = ""
+    model_hash_after: str = ""
+    checkpoint: str = Field("", description="The trained checkpoint: relative to the run folder when inside it.")
+    train_steps: int = 0
+    train_metrics: list[dict[str, float]] = Field(default_factory=list)
+    walls: dict[Phase, float] = Field(default_factory=dict)
+
+
+def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 kept the options flat beside the rest."""
+    option_keys = {"benchmark", "profile", "seed", "group_id", "skip_baseline", "eval_only", "limit", "trials"}
+    options = {k: raw[k] for k in option_keys if raw.get(k) not in (None, "")}
+    if raw.get("eval_checkpoint"):
+        options["checkpoint"] = raw["eval_checkpoint"]
+    kept = {k: v for k, v in raw.items() if k not in option_keys | {"version", "eval_checkpoint"}}
+    return {**kept, "version": 2, "options": options}
+
+
+def state_path(run_dir: Path) -> Path:
+    return run_dir / STATE_FILE
+
+
+def write_state(run_dir: Path, state: SavedState) -> None:
+    """Replace the run folder's state file atomically (a crash leaves the previous state)."""
+    text = json.dumps(state.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    atomic_write(state_path(run_dir), text.encode())
+
+
+def read_state(run_dir: Path) -> SavedState:
+    """The saved state of a run folder (an older version upgraded); every problem is a one-line error."""
+    path = state_path(run_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read run state: {exc.strerror}") from None
+    except ValueError:
+        raise HarnessError(f"{path}: run state is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise HarnessError(f"{path}: run state must be a JSON object")
+    if data.get("version") == 1:
+        data = _v1_to_v2(data)
+    if data.get("version") != STATE_VERSION:
+        raise HarnessError(f"{path}: run state version {data.get('version')!r} is not {STATE_VERSION}")
+    try:
+        return SavedState.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise HarnessError(f"{path}: run state: {key}: {first['msg']}") from None
 
 
 @dataclass
 class RunState:
+    """What one attempt of a run has produced so far (in memory; :class:`SavedState` is what is kept)."""
+
     run_id: str
     run_dir: Path
     started_at: str
-    walls: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
-    phase: str = "setup"
+    walls: dict[Phase, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+    phase: Phase = "setup"
     model_hash_before: str = ""
     model_hash_after: str = ""
     train_steps: int = 0
     train_metrics: list[dict[str, float]] = field(default_factory=list)
-    before: PhaseSummary | None = None
-    after: PhaseSummary | None = None
-    episodes: dict[str, list[Episode]] = field(default_factory=dict)
+    summaries: dict[Evaluation, PhaseSummary] = field(default_factory=dict)
+    episodes: dict[Evaluation, list[Episode]] = field(default_factory=dict)
     dataset: dict[str, str] = field(default_factory=dict)
-    simulator: dict[str, str] = field(default_factory=dict)
-    """Who played the user (benchmarks with a simulated user): model, hash or endpoint host; never a key."""
+    simulator: SimulatorRecord | None = None
+    """Who played the user (benchmarks with a simulated user); never a key."""
     git: tuple[str, bool] = ("unknown", True)
     """(commit, dirty) when the run started: the code that ran, even if the tree changes meanwhile."""
-    done: list[str] = field(default_factory=list)
+    done: list[Phase] = field(default_factory=list)
     """Phases finished, by this attempt or by the earlier attempts it resumes (saved in run-state.json)."""
     attempts: list[str] = field(default_factory=list)
     """Run ids of every attempt in this run folder, this one last."""
@@ -80,7 +123,30 @@ class RunState:
     checkpoint: Path | None = None
     base_model: Path | None = None
     train_resumed_step: int = 0
-    saved: dict[str, Any] = field(default_factory=dict)
+    saved: SavedState | None = None
+    """The state an earlier attempt saved (a resumed run)."""
+
+    def saved_state(self, options: RunOptions, spec_hash: str) -> SavedState:
+        checkpoint = self.checkpoint
+        if checkpoint is None:
+            where = ""
+        elif checkpoint.is_relative_to(self.run_dir):  # inside the run folder: relative (the folder may move)
+            where = str(checkpoint.relative_to(self.run_dir))
+        else:  # an unchanged base model
+            where = str(checkpoint)
+        return SavedState(
+            options=options,
+            spec_hash=spec_hash,
+            attempts=self.attempts,
+            done=self.done,
+            dataset=self.dataset,
+            model_hash_before=self.model_hash_before,
+            model_hash_after=self.model_hash_after,
+            checkpoint=where,
+            train_steps=self.train_steps,
+            train_metrics=self.train_metrics,
+            walls=self.walls,
+        )
 
 
 def new_run_id(benchmark: str) -> str:
@@ -89,70 +155,16 @@ def new_run_id(benchmark: str) -> str:
 
 
 def summarize(episodes: list[Episode]) -> PhaseSummary:
-    """A phase's figures, from the same statistics as ``harness compare`` (:mod:`harness.results.stats.summary`)."""
+    """An evaluation's figures, from the same statistics as ``harness compare`` (:mod:`harness.results.stats`)."""
     counts = count_samples([(e.task_id, e.passed, e.error_kind) for e in episodes])
     s = summarize_counts(counts)
     agent_errors = sum(1 for e in episodes if e.error_kind == "agent")
-    return PhaseSummary(s.pass_rate, s.ci, s.n_samples, s.n_passed, s.infra_errors, agent_errors, 0.0, s.pass_hat_k)
-
-
-def restore(state: RunState, options: RunOptions, run_id: str, spec_hash: str) -> None:
-    """Continue the run folder of ``run_id``: its finished phases, hashes and attempts."""
-    run_dir = find_run_dir(run_id)
-    saved = read_state(run_dir)
-    where = run_dir / "run-state.json"
-    if saved["benchmark"] != options.benchmark:
-        raise HarnessError(f"{where}: run {run_id} is of benchmark {saved['benchmark']!r}")
-    check_same(where, "the resolved spec", saved["spec_hash"], spec_hash)
-    if "eval" in saved["done"]:
-        raise HarnessError(f"--resume {run_id}: the run already finished every phase")
-    state.run_dir, state.saved = run_dir, saved
-    state.attempts = [str(a) for a in saved["attempts"]]
-    state.resumed_from = state.attempts[-1] if state.attempts else run_id
-    state.done = [p for p in saved["done"] if p in PHASES and p != "setup"]
-    state.walls.update({p: float(saved.get("walls", {}).get(p, 0.0)) for p in state.done})
-    if "train" in state.done:
-        checkpoint = run_dir / str(saved.get("checkpoint", ""))
-        if not (checkpoint / "config.json").exists():
-            state.done.remove("train")  # the trained checkpoint is gone: train again (from a saved step)
-        else:
-            state.checkpoint = checkpoint
-            state.model_hash_after = str(saved.get("model_hash_after", ""))
-            state.train_steps = int(saved.get("train_steps", 0))
-            state.train_metrics = list(saved.get("train_metrics", []))
-
-
-def mark_finished(state: RunState, phase: str, options: RunOptions, profile: str, seed: int, spec_hash: str) -> None:
-    """Record in the run folder that ``phase`` is done, so a later ``--resume`` skips it."""
-    if phase not in state.done:
-        state.done.append(phase)
-    checkpoint = state.checkpoint
-    write_state(
-        state.run_dir,
-        {
-            "benchmark": options.benchmark,
-            "profile": profile,
-            "seed": seed,
-            "group_id": options.group_id or "",
-            "skip_baseline": options.skip_baseline,
-            "eval_only": options.eval_only,
-            "eval_checkpoint": str(options.checkpoint or ""),
-            "limit": options.limit,
-            "trials": options.trials,
-            "spec_hash": spec_hash,
-            "attempts": state.attempts,
-            "done": state.done,
-            "dataset": state.dataset,
-            "model_hash_before": state.model_hash_before,
-            "model_hash_after": state.model_hash_after,
-            # inside the run folder: relative (the folder may move); else (an unchanged base model) absolute
-            "checkpoint": (
-                str(checkpoint.relative_to(state.run_dir) if checkpoint.is_relative_to(state.run_dir) else checkpoint)
-                if checkpoint
-                else ""
-            ),
-            "train_steps": state.train_steps,
-            "train_metrics": state.train_metrics,
-            "walls": state.walls,
-        },
+    return PhaseSummary(
+        pass_rate=s.pass_rate,
+        ci=s.ci,
+        n_scored=s.n_samples,
+        n_passed=s.n_passed,
+        infra_errors=s.infra_errors,
+        agent_errors=agent_errors,
+        pass_hat_k=s.pass_hat_k,
     )

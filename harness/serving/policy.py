@@ -25,7 +25,7 @@ from harness.backends.base import Backend
 from harness.errors import ServingError
 from harness.serving.hardware import serving_dtype
 from harness.serving.server import ModelServer, launch
-from harness.spec.schema import ServingSpec
+from harness.spec import ServingSpec
 
 
 def reloadable(checkpoint: Path) -> bool:

@@ -21,7 +21,7 @@ from harness.backends.base import Backend, Handle, LaunchSpec
 from harness.errors import ServingError
 from harness.serving.cores import share_cores
 from harness.serving.hardware import serving_dtype
-from harness.spec.schema import ServingSpec
+from harness.spec import ServingSpec
 
 POLL_S = 0.25
 
@@ -84,9 +84,7 @@ def server_env(serving: ServingSpec | None = None) -> dict[str, str]:
     # answers ~9 s sooner and decodes ~35 % faster (bench/startup.py). vLLM's API server keeps its engine in a
     # process of its own either way; on a GPU the variable changes nothing for it.
     env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    share_cores(
-        env
-    )  # its OpenMP threads sleep when they wait, beside a trainer or another server (harness.serving.cores)
+    share_cores(env)  # its OpenMP threads sleep soon when they wait, beside a trainer or another server
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")

@@ -23,20 +23,20 @@ def _replaces(key: str, base: Any, value: Any) -> bool:
     return False
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any], top: bool = True) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], override: dict[str, Any], top: bool = True) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in override.items():
         replace = (top and _replaces(key, out.get(key), value)) or key == "select"  # a split's subset: whole
         if isinstance(value, dict) and isinstance(out.get(key), dict) and not replace:
             if top and key == "user_simulator" and "model" in value:
                 out[key] = {k: v for k, v in out[key].items() if k != "model"}  # a model is replaced whole
-            out[key] = _deep_merge(out[key], value, top=False)
+            out[key] = deep_merge(out[key], value, top=False)
         else:
             out[key] = copy.deepcopy(value)
     return out
 
 
-def _shape_clash(base: Any, override: dict[str, Any], prefix: str = "") -> str | None:
+def shape_clash(base: Any, override: dict[str, Any], prefix: str = "") -> str | None:
     """The first key where a profile merges a mapping over a base value that is not one (it would be masked)."""
     if not isinstance(base, dict):
         return None
@@ -45,7 +45,7 @@ def _shape_clash(base: Any, override: dict[str, Any], prefix: str = "") -> str |
             inner = base[key]
             if inner is not None and not isinstance(inner, dict):
                 return f"{prefix}{key}"
-            found = _shape_clash(inner, value, f"{prefix}{key}.")
+            found = shape_clash(inner, value, f"{prefix}{key}.")
             if found:
                 return found
     return None
@@ -68,7 +68,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _format_validation_error(path: Path, err: ValidationError) -> str:
+def format_validation_error(path: Path, err: ValidationError) -> str:
     first = err.errors()[0]
     parts = [str(p) for p in first["loc"] if not str(p).startswith("function-")]
     loc = ".".join(p if p.isprintable() else repr(p) for p in parts)  # a key with a line break stays on one line

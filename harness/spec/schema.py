@@ -1,31 +1,16 @@
-"""The benchmark spec: a typed schema loaded from ``benchmarks/<name>/spec.yaml``.
+"""The spec's schema: one pydantic model per section, every YAML key a typed field with its default.
 
-Every YAML key maps onto a typed field; unknown keys are errors. A spec has a base section and named
-``profiles`` whose contents are deep-merged over the base before validation, so a profile is a small diff
-(``smoke`` swaps the model and shrinks the run; ``full`` is the reference GPU configuration). Mappings merge key by
-key, except ``model`` (always replaced whole) and ``training`` when the profile names another engine.
-
-Every error is raised as :class:`~harness.errors.SpecError` with the file and the dotted key path in one line.
+Unknown keys are errors and values are not coerced across types (a ``"2"`` is not a ``2``). ``training.config``
+is left to the engine named in ``training.engine``, which validates it (:mod:`harness.engines`).
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
-
-from harness.errors import SpecError
-from harness.spec.parse import (
-    _deep_merge,
-    _format_validation_error,
-    _shape_clash,
-    read_yaml,
-)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex sha256 digest.")]
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -307,89 +292,3 @@ class BenchmarkSpec(StrictModel):
             if split is not None and split not in splits:
                 raise ValueError(f"{where}: split {split!r} is not in dataset.splits ({', '.join(sorted(splits))})")
         return self
-
-
-class SpecFile(StrictModel):
-    """The raw file: the base keys plus ``profiles`` and ``default_profile``."""
-
-    default_profile: str
-    profiles: dict[str, Any]
-
-
-def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSpec:
-    """Merge ``profile`` over the base of a raw spec mapping and validate the result."""
-    base = {k: v for k, v in raw.items() if k not in ("profiles", "default_profile")}
-    try:
-        meta = SpecFile.model_validate({k: raw[k] for k in ("default_profile", "profiles") if k in raw})
-    except ValidationError as err:
-        raise SpecError(_format_validation_error(path, err)) from None
-    chosen = profile or meta.default_profile
-    if meta.default_profile not in meta.profiles:  # checked also when a profile is named, so `validate` sees it
-        hint = difflib.get_close_matches(meta.default_profile, list(meta.profiles), n=1)
-        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
-        raise SpecError(
-            f"{path}: default_profile: unknown profile {meta.default_profile!r}{did_you_mean} "
-            f"(profiles: {', '.join(sorted(meta.profiles))})"
-        )
-    if chosen not in meta.profiles:
-        hint = difflib.get_close_matches(chosen, list(meta.profiles), n=1)
-        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
-        raise SpecError(
-            f"{path}: unknown profile {chosen!r}{did_you_mean} (profiles: {', '.join(sorted(meta.profiles))})"
-        )
-    override = meta.profiles[chosen]
-    if not isinstance(override, dict):
-        raise SpecError(f"{path}: profiles.{chosen}: must be a mapping")
-    if "profile" in override or "profile" in base:
-        raise SpecError(f"{path}: profile: reserved key, set by the loader")
-    clash = _shape_clash(base, override)
-    if clash:
-        raise SpecError(f"{path}: {clash}: must be a mapping (profile {chosen!r} merges one over it)")
-    merged = _deep_merge(base, override)
-    merged["profile"] = chosen
-    try:
-        spec = BenchmarkSpec.model_validate(merged)
-        spec.dataset.bind_folder(path.parent)
-    except ValidationError as err:
-        raise SpecError(_format_validation_error(path, err)) from None
-    except RecursionError:
-        raise SpecError(f"{path}: spec nested too deeply") from None
-    _validate_engine_config(spec, path)
-    return spec
-
-
-def _validate_engine_config(spec: BenchmarkSpec, path: Path) -> None:
-    from harness.engines import engine_names, get_engine_class
-
-    names = engine_names()
-    if spec.training.engine not in names:
-        hint = difflib.get_close_matches(spec.training.engine, names, n=1)
-        did_you_mean = f"; did you mean {hint[0]!r}?" if hint else ""
-        raise SpecError(
-            f"{path}: training.engine: unknown engine {spec.training.engine!r}{did_you_mean} "
-            f"(engines: {', '.join(names)})"
-        )
-    config_cls = get_engine_class(spec.training.engine).config_model
-    try:
-        config_cls.model_validate(spec.training.config)
-    except ValidationError as err:
-        inner = _format_validation_error(path, err)
-        _, _, rest = inner.partition(": ")
-        raise SpecError(f"{path}: training.config.{rest}") from None
-
-
-def profile_names(path: Path) -> list[str]:
-    raw = read_yaml(path)
-    profiles = raw.get("profiles")
-    return sorted(profiles) if isinstance(profiles, dict) else []
-
-
-def load_spec(path: Path, profile: str | None = None) -> BenchmarkSpec:
-    """Load and validate ``path`` resolved with ``profile`` (the file's ``default_profile`` when None)."""
-    return resolve(read_yaml(path), profile, path)
-
-
-def spec_hash(spec: BenchmarkSpec) -> str:
-    """A stable content hash of the resolved spec (profile included)."""
-    blob = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()

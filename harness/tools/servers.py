@@ -4,8 +4,8 @@ calculator needs ``mcp<2`` while Agent Framework needs mcp 2).
 A tool server declares what it is (:class:`ToolServer`: name, environment, server code, the packages a run records,
 limits) and registers itself; the built-in ones are loaded on the first lookup, a benchmark's own register when its
 code is imported. Where it runs is the backend's (:meth:`harness.backends.Backend.tool_command`): a run exports each
-registered server's command as ``HARNESS_TOOL_<NAME>_CMD`` (:func:`harness.serving.simulator.tool_commands`), and the agent's
-MCP client starts whatever :func:`resolve_command` returns — that command, or this machine's own.
+registered server's command as ``HARNESS_TOOL_<NAME>_CMD`` (:func:`harness.backends.tools.tool_commands`), and the
+agent's MCP client starts whatever :func:`resolve_command` returns — that command, or this machine's own.
 """
 
 from __future__ import annotations

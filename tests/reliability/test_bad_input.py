@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import SpecError
-from harness.spec.schema import BenchmarkSpec, load_spec, spec_hash
+from harness.spec import BenchmarkSpec, load_spec, spec_hash
 from support import MATH_SPEC, REPO
 from support_reliability import FIGURES
 
@@ -483,7 +483,7 @@ def test_fuzz_spec_bytes(tmp_path_factory: pytest.TempPathFactory, content: byte
 
 @pytest.fixture(scope="module")
 def math_bench() -> Any:
-    from harness.rollout.protocol import load_benchmark
+    from harness.rollout.loading import load_benchmark
 
     return load_benchmark(load_spec(MATH_SPEC), MATH_SPEC.parent)
 

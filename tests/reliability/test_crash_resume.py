@@ -286,7 +286,7 @@ def test_resume_reuses_the_baseline_and_continues_training_from_the_checkpoint(s
     steps = [json.loads(ln.split(" ", 1)[1])["step"] for ln in log.splitlines() if ln.startswith("HARNESS_PROGRESS")]
     assert steps == [1, 2], steps  # step 1 before the kill, step 2 after the resume; step 1 not redone
     manifest = ResultStore(story.root / "results").manifest("math", story.runs["R2"])
-    assert manifest["engine"]["resumed_from_step"] == 1 and manifest["engine"]["steps"] == 2
+    assert manifest.engine.resumed_from_step == 1 and manifest.engine.steps == 2
 
 
 def test_interrupted_attempts_are_incomplete_and_leave_no_process(story: Story) -> None:
@@ -318,7 +318,7 @@ def test_resumed_run_completes_redoing_only_unfinished_rollouts(story: Story) ->
     assert final[: len(done_before)] == done_before  # finished records kept byte for byte
     assert redone == N_TASKS - len(done_before), (len(done_before), len(final))  # only the missing ones ran
     manifest = ResultStore(story.root / "results").manifest("math", story.runs["R4"])
-    assert manifest["resume"]["attempts"] == [story.runs[k] for k in ("R", "R2", "R3", "R4")]
+    assert manifest.resume.attempts == [story.runs[k] for k in ("R", "R2", "R3", "R4")]
     assert {o.phase for o in ResultStore(story.root / "results").outcomes("math", story.runs["R4"])} == {
         "before",
         "after",

@@ -23,8 +23,9 @@ from typing import Any
 import psutil
 
 from harness.rollout.evaluate import EvalSettings, evaluate
-from harness.rollout.protocol import Task, load_benchmark
-from harness.spec.schema import load_spec
+from harness.rollout.loading import load_benchmark
+from harness.rollout.protocol import Task
+from harness.spec import load_spec
 from harness.tools.calculator import CALL_CPU_LIMIT_S, MEMORY_LIMIT_BYTES, calculate, open_calculator
 from support import MATH_SPEC, REPO
 from support_reliability import FIGURES, ScriptedModel, chat_completion
@@ -119,8 +120,8 @@ def test_hostile_tool_arguments_and_answers_run_nothing(tmp_path: Path) -> None:
 TRAINING_TOOL = """
 import asyncio, json, sys, threading
 from pathlib import Path
-from harness.rollout.protocol import load_benchmark
-from harness.spec.schema import load_spec
+from harness.rollout.loading import load_benchmark
+from harness.spec import load_spec
 spec_path = Path(sys.argv[1])
 (tool,) = load_benchmark(load_spec(spec_path), spec_path.parent).training_tools()
 loop = asyncio.new_event_loop()

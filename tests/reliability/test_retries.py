@@ -19,10 +19,10 @@ import pytest
 
 from harness.assets.data import load_split
 from harness.rollout.evaluate import EvalSettings, evaluate
-from harness.rollout.protocol import load_benchmark
+from harness.rollout.loading import load_benchmark
 from harness.run.state import summarize
 from harness.serving.server import free_port, serve
-from harness.spec.schema import load_spec
+from harness.spec import load_spec
 from support import MATH_SPEC
 from support_reliability import FIGURES, FaultPlan, FaultProxy
 

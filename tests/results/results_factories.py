@@ -106,7 +106,7 @@ def record(store: ResultStore, run_id: str, passes: Sequence[bool | Sequence[boo
     """Append a run whose after-phase outcomes are ``passes``; returns its row."""
     outcomes = outcomes_from(passes)
     row = make_row(run_id, outcomes, **overrides)
-    store.append_run(row, outcomes, {"run_id": run_id, "train_metrics": []})
+    store.append_run(row, outcomes)
     return row
 
 

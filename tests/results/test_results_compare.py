@@ -199,7 +199,7 @@ def test_seeds_are_pooled_by_task_and_infra_errors_excluded(tmp_path: Path) -> N
         row = make_row(
             f"b{seed}", outcomes, seed=seed, git_commit="b" * 40, group_id="gb", started_at="2025-02-01T00:00:00Z"
         )
-        store.append_run(row, outcomes, {})
+        store.append_run(row, outcomes)
     result = compare(RunIdsSource(["a0", "a1", "a2"], store.root), RunIdsSource(["b0", "b1", "b2"], store.root))
     (pair,) = result.pairs
     assert pair.a is not None and pair.b is not None
@@ -217,7 +217,7 @@ def test_seeds_are_pooled_by_task_and_infra_errors_excluded(tmp_path: Path) -> N
 def test_incomplete_and_failed_runs_are_not_compared(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "results")
     record(store, "ok", [True, False], started_at="2025-01-01T00:00:00Z")
-    store.append_run(make_row("late", status="incomplete", started_at="2025-01-05T00:00:00Z"), [], {})
+    store.append_run(make_row("late", status="incomplete", started_at="2025-01-05T00:00:00Z"), [])
     store.append_run(
         make_row("broke", status="failed", failed_phase="train", started_at="2025-01-06T00:00:00Z"), [], {}
     )
@@ -269,9 +269,9 @@ def test_the_phases_of_one_run_and_runs_of_two_profiles_compare(tmp_path: Path) 
     outcomes = outcomes_from([[False] * 4 for _ in range(20)], phase="before") + outcomes_from(
         [[i < 12] * 4 for i in range(20)], phase="after"
     )
-    store.append_run(make_row("r1", outcomes, profile="reference"), outcomes, {})
+    store.append_run(make_row("r1", outcomes, profile="reference"), outcomes)
     tuned = outcomes_from([[i < 15] * 4 for i in range(20)])
-    store.append_run(make_row("t1", tuned, profile="tuned"), tuned, {})
+    store.append_run(make_row("t1", tuned, profile="tuned"), tuned)
 
     (pair,) = compare(parse_source("run:r1@before", store.root), parse_source("run:r1@after", store.root)).pairs
     assert pair.a is not None and pair.b is not None
@@ -319,7 +319,7 @@ def test_a_missing_profile_names_what_the_side_has(repo: Repo) -> None:
 
 def test_failed_or_incomplete_runs_named_by_id_are_flagged(repo: Repo) -> None:
     outcomes = outcomes_from(passes(50, range(10)))
-    repo.store.append_run(make_row("math-broke", outcomes, status="failed", failed_phase="eval"), outcomes, {})
+    repo.store.append_run(make_row("math-broke", outcomes, status="failed", failed_phase="eval"), outcomes)
     result = cli(repo, "compare", "run:math-a", "run:math-broke", "--format", "json")
     pair = pairs_by_name(result)["math/smoke"]
     assert pair["warnings"] == ["side B: run math-broke is failed in phase eval; its outcomes are partial"]

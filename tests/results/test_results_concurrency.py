@@ -54,7 +54,7 @@ def assert_consistent(store: ResultStore, bench: str = "math", *, settled: bool 
     assert len(lines) == 1 if settled else len(lines) <= 2
     for row in rows:
         assert store.outcomes(bench, row.run_id)
-        assert store.manifest(bench, row.run_id)["run_id"] == row.run_id
+        assert store.manifest(bench, row.run_id).run_id == row.run_id
     return [r.run_id for r in rows]
 
 

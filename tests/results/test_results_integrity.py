@@ -12,6 +12,7 @@ from results_factories import REPO_ROOT, commit_all, init_repo, make_row, outcom
 
 from harness.errors import ResultsError
 from harness.results.compare.compare import compare
+from harness.results.store.manifest import Manifest
 from harness.results.store.sources import RevisionSource, RunIdsSource
 from harness.results.store.store import ResultStore
 
@@ -79,12 +80,13 @@ def test_a_store_without_file_checksums_asks_for_a_rehash(store: ResultStore) ->
 
 def test_updates_and_appends_keep_the_checksums_settled(store: ResultStore) -> None:
     outcomes = outcomes_from([True, True])
-    store.update_run(make_row("r1", outcomes, note="updated"), outcomes, {"new": True})
+    updated = make_row("r1", outcomes, note="updated")
+    store.update_run(updated, outcomes, Manifest.for_row(updated).model_copy(update={"hardware": "new"}))
     record(store, "r3", [False])
     sums = (store.root / "math" / "files.sha256").read_text().splitlines()
     assert len(sums) == 6  # one line per file: no transitional digest left behind
     subprocess.run(["sha256sum", "--check", "--quiet", "files.sha256"], cwd=store.root / "math", check=True)
-    assert store.manifest("math", "r1") == {"new": True}
+    assert store.manifest("math", "r1").hardware == "new"
 
 
 def test_tables_committed_before_file_checksums_still_compare(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from harness.results.cli import register
 from harness.results.compare.compare import compare
 from harness.results.compare.render import ci, pct
 from harness.results.report.report import ReportFiles, build_report, order_commits
+from harness.results.store.manifest import Manifest
 from harness.results.store.sources import parse_source
 from harness.results.store.store import ResultStore
 
@@ -44,7 +45,7 @@ def add_run(store: ResultStore, run_id: str, commit: str, day: int, before: int,
         {"step": s, "reward_mean": 0.2 + 0.03 * s + 0.01 * seed, **({"val_pass": 0.3 + 0.02 * s} if s % 5 == 0 else {})}
         for s in range(21)
     ]
-    store.append_run(row, outcomes, {"run_id": run_id, "train_metrics": metrics})
+    store.append_run(row, outcomes, Manifest.for_row(row).model_copy(update={"train_metrics": metrics}))
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def history(tmp_path: Path) -> Path:
             add_run(store, f"run-{n}-{seed}", code, 10 + n, before, after + seed, seed)
         (repo / "code.py").write_text(f"VERSION = {n + 1}\n")
         commit_all(repo, f"code v{n + 1} + results")
-    store.append_run(make_row("late", status="incomplete", started_at="2025-03-20T00:00:00Z"), [], {})
+    store.append_run(make_row("late", status="incomplete", started_at="2025-03-20T00:00:00Z"), [])
     return repo / "results"
 
 

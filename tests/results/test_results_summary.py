@@ -8,6 +8,7 @@ from results_factories import make_row
 
 from harness.results.compare.compare import compare
 from harness.results.stats.estimators import wilson_interval
+from harness.results.store.manifest import Manifest, PhasesRecord, PhaseSummary
 from harness.results.store.schema import TaskOutcome
 from harness.results.store.sources import RunIdsSource
 from harness.results.store.store import ResultStore
@@ -46,7 +47,8 @@ def _record(store: ResultStore, run_id: str, episodes: list[Episode]) -> dict:
         ci_after_low=summary.ci[0],
         ci_after_high=summary.ci[1],
     )
-    store.append_run(row, outcomes, {"run_id": run_id, "phases": {"after": {"pass_hat_k": summary.pass_hat_k}}})
+    phases = PhasesRecord(after=PhaseSummary(pass_hat_k=summary.pass_hat_k))
+    store.append_run(row, outcomes, Manifest.for_row(row).model_copy(update={"phases": phases}))
     return {"row": row, "summary": summary}
 
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from results_factories import accept_file, make_row, outcomes_from, record
 
 from harness.errors import HarnessError, ResultsError
+from harness.results.store.manifest import Manifest
 from harness.results.store.schema import (
     FORMAT_VERSION,
     RUN_COLUMNS,
@@ -59,14 +60,15 @@ def test_round_trip_preserves_every_field(store: ResultStore) -> None:
         git_dirty=True,
         started_at=utc_now_iso(),
     )
-    store.append_run(row, outcomes, {"z": 1, "a": {"nested": [1, 2]}})
+    manifest = Manifest.for_row(row).model_copy(update={"train_metrics": [{"step": 1.0, "loss": 0.5}]})
+    store.append_run(row, outcomes, manifest)
     assert store.runs() == [row]
     assert store.runs("math") == [row]
     assert store.runs("other") == []
     assert store.outcomes("math", "r1") == outcomes
-    assert store.manifest("math", "r1") == {"a": {"nested": [1, 2]}, "z": 1}
+    assert store.manifest("math", "r1") == manifest
     manifest_text = (store.root / "math" / "manifests" / "r1.json").read_text()
-    assert manifest_text == json.dumps({"a": {"nested": [1, 2]}, "z": 1}, indent=2, sort_keys=True) + "\n"
+    assert manifest_text == json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n"
     lines = table_of(store).read_text().splitlines()
     assert lines[0] == ",".join(RUN_COLUMNS)
     assert lines[1].startswith(f"{FORMAT_VERSION},r1,r1,math,smoke,complete,")
@@ -272,16 +274,16 @@ def test_duplicate_run_id_is_refused_and_keeps_the_original(store: ResultStore) 
 def test_update_run_replaces_in_place(store: ResultStore) -> None:
     record(store, "r1", [True])
     pending = make_row("r2", status="incomplete", train_steps=0)
-    store.append_run(pending, [], {"stage": "started"})
+    store.append_run(pending, [])
     record(store, "r3", [False])
     outcomes = outcomes_from([True, False, True])
     done = make_row("r2", outcomes)
-    store.update_run(done, outcomes, {"stage": "done"})
+    store.update_run(done, outcomes, Manifest.for_row(done).model_copy(update={"hardware": "done"}))
     rows = store.runs()
     assert [r.run_id for r in rows] == ["r1", "r2", "r3"]
     assert rows[1] == done
     assert store.outcomes("math", "r2") == outcomes
-    assert store.manifest("math", "r2") == {"stage": "done"}
+    assert store.manifest("math", "r2").hardware == "done"
     store.update_run(done.model_copy(update={"note": "checked"}))
     assert store.run("math", "r2").note == "checked"
     with pytest.raises(ResultsError) as exc:
@@ -394,7 +396,7 @@ def test_infra_outcomes_round_trip(store: ResultStore) -> None:
     outcomes = outcomes_from([True, False, True], infra=[(1, 0)])
     row = make_row("r1", outcomes)
     assert row.infra_errors_after == 1 and row.pass_after == 1.0
-    store.append_run(row, outcomes, {})
+    store.append_run(row, outcomes)
     back = store.outcomes("math", "r1")
     assert [o.error_kind for o in back] == ["", "infra", ""]
     assert [o.is_infra for o in back] == [False, True, False]

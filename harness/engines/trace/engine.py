@@ -25,18 +25,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.child import require_checkpoint, run_trainer, write_job
 from harness.engines.shaping import Shaping, training_reward
 from harness.errors import EngineError
-from harness.results.store.schema import INFRA_ERROR_KINDS
+from harness.rollout.protocol import INFRA_ERROR_KINDS
 from harness.rollout.tracing import TraceStore
 
 
-class TraceGrpoConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+class TraceGrpoConfig(EngineConfig):
+    """``training.config`` of ``trace-grpo``."""
 
     steps: int = Field(1, gt=0, description="Policy updates; each serves the current policy and collects a batch.")
     tasks_per_step: int = Field(2, gt=0, description="Distinct training tasks per batch.")
@@ -46,10 +46,6 @@ class TraceGrpoConfig(BaseModel):
     max_triplets: int = Field(8, gt=0, description="Most (prompt, completion) pairs per update, largest |advantage|.")
     max_grad_norm: float = Field(1.0, gt=0)
     torch_threads: int | None = Field(None, gt=0)
-    shaping: dict[str, float] = Field(
-        default_factory=dict,
-        description="Training-reward shaping: {term: weight}, the benchmark's shaping terms (harness.engines.shaping).",
-    )
 
 
 def group_advantages(rewards: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:
@@ -114,16 +110,11 @@ class StepCurves:
 
 
 @register_engine
-class TraceGrpoEngine:
+class TraceGrpoEngine(Engine):
     name: ClassVar[str] = "trace-grpo"
-    config_model: ClassVar[type[BaseModel]] = TraceGrpoConfig
+    config_model: ClassVar[type[EngineConfig]] = TraceGrpoConfig
     uses_policy_server: ClassVar[bool] = True
     """Trains on rollouts served by the run's policy server (it stays up through training)."""
-
-    @staticmethod
-    def check(spec: Any, bench: Any) -> None:
-        """Before anything starts: the shaping terms exist."""
-        Shaping.from_config(TraceGrpoConfig.model_validate(spec.training.config).shaping).check(bench)
 
     def train(self, request: TrainRequest) -> TrainResult:
         config = TraceGrpoConfig.model_validate(request.spec.training.config)

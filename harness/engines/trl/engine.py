@@ -14,18 +14,20 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
-from harness.engines.shaping import LENGTH_PENALTY, Shaping
 from harness.errors import SpecError
+from harness.rollout.protocol import Benchmark
+from harness.spec import BenchmarkSpec
 
 
-class TrlGrpoConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+class TrlGrpoConfig(EngineConfig):
+    """``training.config`` of ``trl-grpo``; ``shaping`` weighs the benchmark's shaping terms and length_penalty (a
+    soft overlong penalty, as in DAPO: the share of max_completion_length a completion used, subtracted)."""
 
     max_steps: int = Field(2, gt=0, description="Optimizer steps.")
     train_limit: int | None = Field(None, gt=0, description="Use only the first N training tasks.")
@@ -38,21 +40,6 @@ class TrlGrpoConfig(BaseModel):
     beta: float = Field(0.0, ge=0, description="KL coefficient; 0 disables the reference model.")
     epsilon: float = Field(0.2, gt=0, description="Lower clip range.")
     epsilon_high: float = Field(0.3, gt=0, description="Upper clip range.")
-    format_reward: float = Field(
-        0.0, ge=0, description="Extra reward for a final answer in the required format (shapes small models)."
-    )
-    partial_credit: float = Field(
-        0.0,
-        ge=0,
-        description="Weight of the benchmark's dense partial-credit reward (e.g. closeness of the last number to "
-        "the answer), for models too small to earn the task reward.",
-    )
-    length_penalty: float = Field(
-        0.0,
-        ge=0,
-        description="Subtract this times (completion length / max length): a soft overlong penalty (as in DAPO) "
-        "that gives a small model a learning signal before it earns any task reward.",
-    )
     micro_batch: int | None = Field(
         None,
         gt=0,
@@ -84,33 +71,21 @@ class TrlGrpoConfig(BaseModel):
         return self
 
 
-def shaping_of(config: TrlGrpoConfig) -> Shaping:
-    """The config's shaping keys as the benchmark's shaping terms (``format_reward``, ``partial_credit``) and the
-    length penalty."""
-    return Shaping.from_config(
-        {
-            "format_reward": config.format_reward,
-            "partial_credit": config.partial_credit,
-            LENGTH_PENALTY: config.length_penalty,
-        }
-    )
-
-
 @register_engine
-class TrlGrpoEngine:
+class TrlGrpoEngine(Engine):
     name: ClassVar[str] = "trl-grpo"
-    config_model: ClassVar[type[BaseModel]] = TrlGrpoConfig
+    config_model: ClassVar[type[EngineConfig]] = TrlGrpoConfig
     starts_while_server_stops: ClassVar[bool] = True  # a CPU trainer: its memory peaks tens of seconds in
 
-    @staticmethod
-    def check(spec: Any, bench: Any) -> None:
+    @classmethod
+    def check(cls, spec: BenchmarkSpec, bench: Benchmark) -> None:
         """Before anything starts: the benchmark has the single-turn hooks, and the shaping terms exist."""
         if not bench.trains_single_turn():
             raise SpecError(
-                f"benchmark {bench.name!r} has no single-turn training hooks (training_prompt, score_completion) "
+                f"benchmark {bench.name!r} has no single-turn training hooks (training_prompt, score) "
                 "that engine 'trl-grpo' needs: train it with engine 'trace-grpo' or 'verl'"
             )
-        shaping_of(TrlGrpoConfig.model_validate(spec.training.config)).check(bench)
+        super().check(spec, bench)
 
     def train(self, request: TrainRequest) -> TrainResult:
         config = TrlGrpoConfig.model_validate(request.spec.training.config)

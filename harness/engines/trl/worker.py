@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.child import progress_line
-from harness.engines.trl.engine import TrlGrpoConfig, load_request, shaping_of
+from harness.engines.shaping import Shaping
+from harness.engines.trl.engine import TrlGrpoConfig, load_request
 from harness.serving.hardware import cpu_dtype
 
 
@@ -38,8 +39,9 @@ def main(job_path: str) -> int:
     from trl import GRPOConfig, GRPOTrainer
 
     from harness.assets.data import load_split
-    from harness.rollout.protocol import Episode, Task, load_benchmark
-    from harness.spec.schema import load_spec
+    from harness.rollout.loading import load_benchmark
+    from harness.rollout.protocol import Episode, Task
+    from harness.spec import load_spec
 
     job = load_request(Path(job_path))
     spec = load_spec(Path(job["spec_path"]), job["profile"])
@@ -59,14 +61,15 @@ def main(job_path: str) -> int:
     by_id = {t.id: t for t in tasks}
     dataset = Dataset.from_list([{"prompt": bench.training_prompt(t), "task_id": t.id} for t in tasks])
 
-    shaping = shaping_of(config)
+    shaping = Shaping.from_config(config.shaping)
 
     def scored(completion: Any, task_id: str) -> tuple[Episode, Task]:
         task, final = by_id[task_id], _final_text(completion)
-        reward = float(bench.score_completion(final, task))
-        return Episode(
-            task_id, 0, reward=reward, passed=reward >= 1.0, messages=[{"role": "assistant", "text": final}]
-        ), task
+        reward = float(bench.score(final, task))
+        episode = Episode(
+            task_id, reward=reward, passed=bench.passed(reward), messages=[{"role": "assistant", "text": final}]
+        )
+        return episode, task
 
     def correctness(completions: list[Any], task_id: list[str], **_: Any) -> list[float]:
         return [scored(c, t)[0].reward for c, t in zip(completions, task_id, strict=True)]

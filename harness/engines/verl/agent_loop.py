@@ -24,8 +24,9 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from harness.engines.shaping import Shaping
 from harness.engines.verl.engine import SIMULATOR_KEY_ENV
 from harness.engines.verl.rollout import Trajectory, traced_rollout
-from harness.rollout.protocol import Benchmark, SimulatorContext, Task, load_benchmark
-from harness.spec.schema import load_spec
+from harness.rollout.loading import load_benchmark
+from harness.rollout.protocol import Benchmark, SimulatorContext, Task
+from harness.spec import load_spec
 
 AGENT_NAME = "harness_agent"
 logger = logging.getLogger(__name__)

@@ -56,8 +56,8 @@ class RolloutWorker:
     """A Ray actor body: the benchmark, its resources and a generator, kept for all the rollouts it runs."""
 
     def __init__(self, spec_path: str, profile: str, model_path: str, seed: int) -> None:
-        from harness.rollout.protocol import load_benchmark
-        from harness.spec.schema import load_spec
+        from harness.rollout.loading import load_benchmark
+        from harness.spec import load_spec
 
         self.spec = load_spec(Path(spec_path), profile)
         self.bench = load_benchmark(self.spec, Path(spec_path).parent)

@@ -20,9 +20,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.engines.base import TrainRequest, TrainResult, register_engine
+from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
-from harness.engines.shaping import Shaping
 from harness.errors import HarnessError
 
 AGENT_LOOP_TARGET = "harness.engines.verl.agent_loop.HarnessAgentLoop"
@@ -106,15 +105,13 @@ class Trainer(_Section):
     total_epochs: int = Field(2, gt=0)
 
 
-class VerlConfig(_Section):
+class VerlConfig(EngineConfig):
+    """``training.config`` of ``verl``: VERL's own keys (the reference recipe's dictionary, key for key) and the
+    harness's (:data:`HARNESS_KEYS`)."""
+
     n_workers: int = Field(2, gt=0, description="Rollout workers (VERL agent-loop workers, Ray actors).")
     train_limit: int | None = Field(None, gt=0, description="Use only the first N training tasks.")
     val_limit: int | None = Field(None, gt=0, description="Validate on only the first N validation tasks.")
-    shaping: dict[str, float] = Field(
-        default_factory=dict,
-        description="Training-reward shaping: {term: weight}, the benchmark's shaping terms and length_penalty "
-        "(harness.engines.shaping); pass rates never use it.",
-    )
     algorithm: Algorithm = Algorithm()
     data: Data = Data()
     actor_rollout_ref: ActorRolloutRef
@@ -143,10 +140,10 @@ def to_verl_dict(config: VerlConfig, model_path: str | None = None) -> dict[str,
     return out
 
 
-def _deep_merge(into: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(into: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     for key, value in update.items():
         if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _deep_merge(into[key], value)
+            deep_merge(into[key], value)
         else:
             into[key] = copy.deepcopy(value)
     return into
@@ -216,7 +213,7 @@ def verl_run_config(
             }
         },
     }
-    merged = _deep_merge(harness, spec_keys)
+    merged = deep_merge(harness, spec_keys)
     if val_file is None:  # no validation split: nothing to validate on, whatever the seed's schedule says
         merged["trainer"]["val_before_train"] = False
         merged["trainer"]["test_freq"] = -1
@@ -238,14 +235,9 @@ def resolve_ray_address(explicit: str | None) -> str | None:
 
 
 @register_engine
-class VerlEngine:
+class VerlEngine(Engine):
     name: ClassVar[str] = "verl"
-    config_model: ClassVar[type[BaseModel]] = VerlConfig
-
-    @staticmethod
-    def check(spec: Any, bench: Any) -> None:
-        """Before anything starts: the shaping terms exist."""
-        Shaping.from_config(VerlConfig.model_validate(spec.training.config).shaping).check(bench)
+    config_model: ClassVar[type[EngineConfig]] = VerlConfig
 
     def train(self, request: TrainRequest) -> TrainResult:
         config = VerlConfig.model_validate(request.spec.training.config)
@@ -263,15 +255,16 @@ class VerlEngine:
                     "use profile 'smoke' on a CPU machine"
                 )
         request.output_dir.mkdir(parents=True, exist_ok=True)
-        simulator = {"base_url": request.simulator[0], "model": request.simulator[1]} if request.simulator else None
+        sim = request.simulator
+        simulator = {"base_url": sim.base_url, "model": sim.model} if sim else None
         job = write_job(
             request.output_dir / "train-request.json",
             request_job(request, ray_address=ray_address, simulator=simulator),
         )
         total = int(config.overrides.get("trainer.total_training_steps", 0) or 0)
         env = dict(MULTICAST_OFF)
-        if request.simulator:
-            env[SIMULATOR_KEY_ENV] = request.simulator[2]  # to the rollout workers' environment only, never a file
+        if sim:
+            env[SIMULATOR_KEY_ENV] = sim.api_key  # to the rollout workers' environment only, never a file
         start = time.monotonic()
         metrics = run_trainer(
             request,

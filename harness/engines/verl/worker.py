@@ -103,8 +103,8 @@ def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path
     import pandas as pd
 
     from harness.assets.data import load_split
-    from harness.rollout.protocol import load_benchmark
-    from harness.spec.schema import load_spec
+    from harness.rollout.loading import load_benchmark
+    from harness.spec import load_spec
 
     spec_path = Path(job["spec_path"])
     spec = load_spec(spec_path, job["profile"])
@@ -184,7 +184,7 @@ def main(job_path: str) -> int:
     from omegaconf import OmegaConf
 
     job = json.loads(Path(job_path).read_text())
-    from harness.spec.schema import load_spec
+    from harness.spec import load_spec
 
     spec = load_spec(Path(job["spec_path"]), job["profile"])
     config = VerlConfig.model_validate(spec.training.config)

@@ -1,1 +1,2 @@
-"""``harness compare``: two sides of the results, paired, marked + / ~ / - / x (``compare``), and printed (``render``)."""
+"""``harness compare``: two sides of the results, paired and marked + / ~ / - / x (``compare``), and printed
+(``render``)."""

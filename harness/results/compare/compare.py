@@ -1,10 +1,11 @@
 """Compare two sources (revisions, working tree, runs) benchmark by benchmark, with honest statistics.
 
 Runs are paired by (benchmark, profile). For each side the runs' final-phase outcomes are pooled by task
-(:mod:`harness.results.stats.aggregate`) and summarised over that side's own tasks (:mod:`harness.results.stats.summary`);
-the difference B - A is the mean over the tasks both sides have data for, its p-value comes from the exact
-McNemar test (one sample per task) or the sign-flip permutation test (several: exact while its work is small,
-else Monte Carlo; :func:`harness.results.stats.estimators.sign_flip_test`), and its interval inverts
+(:mod:`harness.results.stats.aggregate`) and summarised over that side's own tasks
+(:mod:`harness.results.stats.summary`); the difference B - A is the mean over the tasks both sides have data for,
+its p-value comes from the exact McNemar test (one sample per task) or the sign-flip permutation test (several:
+exact while its work is small, else Monte Carlo; :func:`harness.results.stats.estimators.sign_flip_test`), and its
+interval inverts
 that test (:mod:`harness.results.stats.paired`), so the interval excludes 0 exactly when the mark is ``+`` or ``-``.
 Marks, as in ``asv compare``:
 

@@ -45,6 +45,7 @@ from harness.results.stats.aggregate import pool
 from harness.results.stats.summary import RateSummary, summarize_counts
 from harness.results.store import git
 from harness.results.store.atomic import atomic_write, ensure_dir
+from harness.results.store.manifest import Manifest
 from harness.results.store.schema import RunRow, utc_now_iso
 from harness.results.store.sources import (
     GroupKey,
@@ -215,14 +216,11 @@ def _before_after(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> None:
     )
 
 
-def _curve(run_id: str, manifest: dict[str, Any]) -> plots.Curve | None:
+def _curve(run_id: str, manifest: Manifest) -> plots.Curve | None:
     """Reward per training step and validation pass rate per validated step (step 0: before training)."""
-    metrics = manifest.get("train_metrics")
-    if not isinstance(metrics, list):
-        return None
     steps, reward, val_steps, val_pass = [], [], [], []
-    for item in metrics:
-        if not isinstance(item, dict) or not isinstance(item.get("step"), int | float):
+    for item in manifest.train_metrics:
+        if not isinstance(item.get("step"), int | float):
             continue
         step, mean = float(item["step"]), item.get("reward_mean")
         if isinstance(mean, int | float):

@@ -14,13 +14,14 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from harness.errors import ResultsError
+from harness.results.store.manifest import Manifest, parse_manifest
 from harness.results.store.schema import (
     FORMAT_VERSION,
     INFRA_ERROR_KINDS,
@@ -369,20 +370,20 @@ def decode_outcomes(data: bytes, where: str, run_id: str = "") -> OutcomeRecords
 # ---------------------------------------------------------------------------------------------------- manifests
 
 
-def encode_manifest(manifest: Mapping[str, Any], where: str) -> bytes:
+def encode_manifest(manifest: Manifest, where: str) -> bytes:
     """Pretty JSON with sorted keys and a final newline."""
     try:
-        return (json.dumps(dict(manifest), indent=2, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+        return (json.dumps(manifest.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise ResultsError(f"{where}: manifest is not JSON-serialisable: {exc}") from None
 
 
-def decode_manifest(data: bytes, where: str) -> dict[str, Any]:
-    """Parse a manifest; it must be a JSON object."""
+def decode_manifest(data: bytes, where: str) -> Manifest:
+    """Parse and validate a manifest (older formats upgraded, :mod:`harness.results.store.manifest`)."""
     try:
         value = json.loads(_decode_text(data, where))
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{where}:{exc.lineno}: invalid JSON: {exc.msg}") from None
     if not isinstance(value, dict):
         raise ResultsError(f"{where}: manifest must be a JSON object, got {type(value).__name__}")
-    return value
+    return parse_manifest(value, where)

@@ -12,7 +12,6 @@ committed bytes); in the working tree a missing ``files.sha256`` is an error unt
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from harness.errors import ResultsError
 from harness.results.store import layout
@@ -25,6 +24,7 @@ from harness.results.store.codec import (
     decode_runs,
     verify_checksum,
 )
+from harness.results.store.manifest import Manifest
 from harness.results.store.schema import RunRow, TaskOutcome
 from harness.results.store.tree import Tree
 
@@ -113,7 +113,7 @@ class TableReader:
         """Per-sample outcomes of one run."""
         return self.outcome_records(benchmark, [run_id]).models()
 
-    def manifest(self, benchmark: str, run_id: str) -> dict[str, Any]:
+    def manifest(self, benchmark: str, run_id: str) -> Manifest:
         """The provenance manifest of one run."""
         path, sums_path = layout.manifest_path(benchmark, run_id), layout.file_sums_path(benchmark)
         files = self.tree.read_many([path, sums_path])

@@ -14,11 +14,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from harness.rollout.protocol import INFRA_ERROR_KINDS
+
 FORMAT_VERSION = 2
 """The table format this harness writes; it reads this version and, through upgrade steps, older ones."""
 
-INFRA_ERROR_KINDS: frozenset[str] = frozenset({"infra", "timeout"})
-"""``error_kind`` values that are infrastructure failures, not agent failures: excluded from pass rates."""
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 """Run ids and benchmark names become file and folder names, so they are restricted to this pattern."""

@@ -22,12 +22,13 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from harness.errors import ResultsError
 from harness.paths import results_dir
 from harness.results.store import git
 from harness.results.store.codec import OutcomeRecords
+from harness.results.store.manifest import Manifest
 from harness.results.store.reader import TableReader
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
@@ -48,7 +49,7 @@ class RunsReader(Protocol):
         """Outcomes of runs."""
         ...
 
-    def manifest(self, benchmark: str, run_id: str) -> dict[str, Any]:
+    def manifest(self, benchmark: str, run_id: str) -> Manifest:
         """A run's manifest."""
         ...
 
@@ -112,7 +113,7 @@ class Source(ABC):
         """Outcomes of some runs of one benchmark."""
         return self.reader.outcome_records(benchmark, run_ids)
 
-    def manifest(self, benchmark: str, run_id: str) -> dict[str, Any]:
+    def manifest(self, benchmark: str, run_id: str) -> Manifest:
         """A run's manifest."""
         return self.reader.manifest(benchmark, run_id)
 

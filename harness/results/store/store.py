@@ -24,7 +24,6 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import filelock
 
@@ -47,6 +46,7 @@ from harness.results.store.codec import (
     sha256_hex,
     verify_checksum,
 )
+from harness.results.store.manifest import Manifest
 from harness.results.store.reader import TableReader
 from harness.results.store.schema import RunRow, TaskOutcome
 from harness.results.store.tree import FsTree
@@ -125,13 +125,13 @@ class ResultStore:
         """Outcomes of several runs by column (fast path for statistics)."""
         return self.reader.outcome_records(benchmark, run_ids)
 
-    def manifest(self, benchmark: str, run_id: str) -> dict[str, Any]:
+    def manifest(self, benchmark: str, run_id: str) -> Manifest:
         """The provenance manifest of one run."""
         return self.reader.manifest(benchmark, run_id)
 
     # ------------------------------------------------------------------------------------------------ writing
 
-    def append_run(self, row: RunRow, outcomes: Sequence[TaskOutcome], manifest: Mapping[str, Any]) -> None:
+    def append_run(self, row: RunRow, outcomes: Sequence[TaskOutcome], manifest: Manifest | None = None) -> None:
         """Record a new run: its outcomes and manifest files, then its row in ``runs.csv``.
 
         A ``run_id`` already in the table is refused. On any error the previous table is unchanged.
@@ -139,6 +139,7 @@ class ResultStore:
         bench = row.benchmark
         table = self.root / layout.runs_path(bench)
         outcome_bytes = encode_outcomes(outcomes, str(self.root / layout.outcomes_path(bench, row.run_id)))
+        manifest = manifest or Manifest.for_row(row)
         manifest_bytes = encode_manifest(manifest, str(self.root / layout.manifest_path(bench, row.run_id)))
         with self._locked(bench):
             data, digest = self._read_verified(bench)
@@ -169,7 +170,7 @@ class ResultStore:
         self,
         row: RunRow,
         outcomes: Sequence[TaskOutcome] | None = None,
-        manifest: Mapping[str, Any] | None = None,
+        manifest: Manifest | None = None,
     ) -> None:
         """Replace the row with the same ``run_id`` (e.g. incomplete -> complete), keeping its position.
 

@@ -1,0 +1,193 @@
+"""The provenance manifest of a run (``results/<benchmark>/manifests/<run_id>.json``): one typed, versioned model
+shared by its writer (:mod:`harness.run.record`) and every reader (``harness reproduce``, the report, the tests).
+
+Format 2 records the run's options with their types (format 1 stringified them: ``"True"``, ``"None"``). A
+manifest is read through :func:`parse_manifest`, which upgrades older formats step by step and refuses newer ones,
+as the result rows are (:mod:`harness.results.store.upgrade`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.errors import ResultsError
+from harness.results.store.schema import RunRow
+from harness.results.store.upgrade import upgrade_row
+from harness.serving.simulator import SimulatorRecord
+
+MANIFEST_VERSION = 2
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PhaseSummary(_Record):
+    """One evaluation's figures (the same statistics as ``harness compare``)."""
+
+    pass_rate: float | None = None
+    ci: tuple[float, float] | None = None
+    n_scored: int = 0
+    n_passed: int = 0
+    infra_errors: int = 0
+    agent_errors: int = 0
+    wall_s: float = 0.0
+    pass_hat_k: dict[int, float] = Field(default_factory=dict)
+    """pass^k over the tasks with scored trials (k = 1 .. their fewest scored trials, at most 16)."""
+
+
+class SpecRecord(_Record):
+    path: str = Field(description="The spec file, relative to the repository.")
+    profile: str
+    hash: str
+    resolved: dict[str, Any] = Field(description="The resolved spec (base merged with the profile) as JSON.")
+    version: int = 1
+    benchmark_folder_sha256: str = ""
+
+
+class ArgsRecord(_Record):
+    as_passed: dict[str, str | int | bool] = Field(
+        default_factory=dict, description="The run's options as typed values (paths as '<path>'), unset ones left out."
+    )
+
+
+class DatasetRecord(_Record):
+    name: str
+    source: str
+    sha256: dict[str, str] = Field(default_factory=dict, description="Split -> sha256 of its file.")
+
+
+class ModelRecord(_Record):
+    name: str
+    hash_before: str = ""
+    hash_after: str = ""
+    source: dict[str, Any] = Field(default_factory=dict, description="Where the checkpoint came from (package, GGUF).")
+
+
+class EngineRecord(_Record):
+    name: str
+    steps: int = 0
+    resumed_from_step: int = 0
+    tensorboard: str = Field("", description="The training curves' folder, relative to the run folder.")
+    precision: str = ""
+
+
+class PhasesRecord(_Record):
+    wall_s: dict[str, float] = Field(default_factory=dict)
+    before: PhaseSummary | None = None
+    after: PhaseSummary | None = None
+
+
+class ResumeRecord(_Record):
+    resumed_from: str = ""
+    run_dir: str = ""
+    attempts: list[str] = Field(default_factory=list)
+    phases_done: list[str] = Field(default_factory=list)
+
+
+class ReproductionRecord(_Record):
+    run_id: str
+    commit: str
+    package_drift: str = ""
+
+
+class Manifest(_Record):
+    """Everything needed to know what ran and to run it again."""
+
+    format_version: Literal[2] = MANIFEST_VERSION
+    run_id: str
+    row: RunRow
+    spec: SpecRecord
+    args: ArgsRecord = ArgsRecord()
+    dataset: DatasetRecord
+    model: ModelRecord
+    engine: EngineRecord
+    backend: dict[str, Any] = Field(default_factory=dict, description="The backend's description (image digests).")
+    user_simulator: SimulatorRecord | None = None
+    serving: dict[str, Any] = Field(default_factory=dict, description="The policy server's starts and weight loads.")
+    resources: dict[str, Any] = Field(default_factory=dict, description="Peak memory of the run's process tree.")
+    train_metrics: list[dict[str, float]] = Field(default_factory=list, description="One record per training step.")
+    phases: PhasesRecord = PhasesRecord()
+    packages: dict[str, str] = Field(default_factory=dict)
+    hardware: str = ""
+    platform: dict[str, str] = Field(default_factory=dict)
+    environment: dict[str, str] = Field(default_factory=dict, description="HARNESS_*, VLLM_*, OMP_* (no secrets).")
+    resume: ResumeRecord = ResumeRecord()
+    reproduces: ReproductionRecord | None = None
+
+    @field_validator("row", mode="before")
+    @classmethod
+    def _row_current(cls, value: Any) -> Any:
+        """A row recorded in an older table format is upgraded as the table's rows are."""
+        return upgrade_row(value, "manifest row") if isinstance(value, dict) else value
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def for_row(cls, row: RunRow) -> Manifest:
+        """The least a manifest says: what the row says (for runs recorded without one, e.g. in tests)."""
+        return cls(
+            run_id=row.run_id,
+            row=row,
+            spec=SpecRecord(
+                path="", profile=row.profile, hash=row.spec_hash, resolved={}, version=row.benchmark_version
+            ),
+            dataset=DatasetRecord(name=row.benchmark, source="", sha256={row.eval_split: row.dataset_sha256}),
+            model=ModelRecord(name=row.model, hash_before=row.model_hash_before, hash_after=row.model_hash_after),
+            engine=EngineRecord(name=row.engine, steps=row.train_steps),
+            hardware=row.hardware,
+        )
+
+
+# ------------------------------------------------------------------------------------------------------- upgrades
+
+_TRUE_FALSE = {"True": True, "False": False}
+
+
+def _typed(text: Any) -> Any:
+    """A format-1 stringified option back to its type (``"True"``, ``"2"``, ``"None"``)."""
+    if not isinstance(text, str):
+        return text
+    if text in _TRUE_FALSE:
+        return _TRUE_FALSE[text]
+    if text == "None":
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return text
+
+
+def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 keeps the options' types; an empty ``user_simulator`` ({}) is no simulator."""
+    args = raw.get("args") or {}
+    passed = {k: _typed(v) for k, v in (args.get("as_passed") or {}).items()}
+    out = {**raw, "format_version": 2, "args": {"as_passed": {k: v for k, v in passed.items() if v is not None}}}
+    if not out.get("user_simulator"):
+        out["user_simulator"] = None
+    return out
+
+
+STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+
+
+def parse_manifest(raw: dict[str, Any], where: str) -> Manifest:
+    """A manifest read from JSON, upgraded to the current format; one line naming ``where`` when it is not one."""
+    version = raw.get("format_version")
+    if not isinstance(version, int) or version < 1:
+        raise ResultsError(f"{where}: manifest format_version: not a positive integer: {version!r}")
+    if version > MANIFEST_VERSION:
+        raise ResultsError(
+            f"{where}: manifest format {version} is newer than this harness reads ({MANIFEST_VERSION}): update it"
+        )
+    while version < MANIFEST_VERSION:
+        raw, version = STEPS[version](raw), version + 1
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise ResultsError(f"{where}: manifest {key}: {first['msg']}") from None

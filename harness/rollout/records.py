@@ -1,0 +1,52 @@
+"""The rollouts JSONL of one evaluation (``rollouts-<phase>.jsonl``): one :class:`Episode` per line, appended as
+each rollout finishes. One reader serves both of its uses: an interrupted evaluation skips what is already there,
+and a resumed run reads back a phase that an earlier attempt finished."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.rollout.protocol import Episode, Task
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Episode))
+Key = tuple[str, int]
+
+
+def to_line(episode: Episode) -> str:
+    return json.dumps(dataclasses.asdict(episode), ensure_ascii=False)
+
+
+def read_records(path: Path) -> dict[Key, Episode]:
+    """The last record of each (task, sample) in ``path`` (none when it does not exist); a line cut by a crash is
+    skipped."""
+    out: dict[Key, Episode] = {}
+    if not path.exists():
+        return out
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            episode = Episode(**{k: v for k, v in raw.items() if k in _FIELDS})
+            out[(episode.task_id, episode.sample)] = episode
+    return out
+
+
+def finished(path: Path) -> dict[Key, Episode]:
+    """The records an interrupted evaluation keeps: all but infrastructure failures (those are run again)."""
+    return {key: ep for key, ep in read_records(path).items() if not ep.is_infra}
+
+
+def phase_records(path: Path, tasks: list[Task], samples_per_task: int) -> list[Episode]:
+    """Every (task, sample) of a finished evaluation, in task order; a missing one is a one-line error."""
+    wanted = {(t.id, s) for t in tasks for s in range(samples_per_task)}
+    found = {key: ep for key, ep in read_records(path).items() if key in wanted}
+    missing = len(wanted) - len(found)
+    if missing:
+        raise HarnessError(f"{path}: {missing} rollouts of a phase recorded as finished are missing")
+    order = {t.id: i for i, t in enumerate(tasks)}
+    return sorted(found.values(), key=lambda e: (order[e.task_id], e.sample))

@@ -1,0 +1,45 @@
+"""What one run was asked for beyond its spec: the command line's options, typed.
+
+The runner acts on them, ``run-state.json`` keeps them for ``--resume``, and the manifest records them with their
+types (``harness reproduce`` reads them back to run the same thing again).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunOptions(BaseModel):
+    """The options of one run (one seed of one benchmark profile)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    benchmark: str
+    profile: str | None = Field(None, description="The spec profile; None: the spec's default.")
+    seed: int | None = Field(None, description="The training and sampling seed; None: the spec's first.")
+    group_id: str | None = Field(None, description="Shared by the seeds of one `--seeds N` invocation.")
+    data_mirror: Path | None = Field(None, description="An offline dataset mirror (<dir>/<dataset>/<file>).")
+    skip_baseline: bool = False
+    backend: str = Field("local", description="Where processes run: local or docker (auto is resolved before).")
+    results_root: Path | None = Field(None, description="The results store; None: HARNESS_RESULTS or results/.")
+    ray_address: str | None = Field(None, description="A Ray cluster for verl; None: RAY_ADDRESS or a local head.")
+    eval_only: bool = False
+    checkpoint: Path | None = Field(None, description="With eval_only: the checkpoint to evaluate.")
+    limit: int | None = Field(None, description="Evaluate only the first N tasks (overrides the spec).")
+    trials: int | None = Field(None, description="Samples per task (overrides the spec).")
+    resume: str | None = Field(None, description="The run id this attempt continues.")
+
+    PATH_FIELDS: ClassVar[frozenset[str]] = frozenset({"data_mirror", "results_root", "checkpoint"})
+
+    def recorded(self) -> dict[str, object]:
+        """The options a manifest records: typed values, paths reduced to ``"<path>"`` (a machine's paths are not
+        provenance), unset ones left out."""
+        out: dict[str, object] = {}
+        for name, value in self.model_dump(mode="json").items():
+            if value is None:
+                continue
+            out[name] = "<path>" if name in self.PATH_FIELDS else value
+        return out
