@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.results.store.store import ResultStore
-from harness.rollout.protocol import open_benchmark
+from harness.rollout.loading import open_benchmark
 from harness.serving.server import serve
 from support import REPO
 
@@ -79,7 +79,13 @@ def test_the_simulator_key_is_used_and_written_nowhere(smoke_model: Path, tmp_pa
     (row,) = ResultStore(tmp_path / "results").runs("tau2")
     assert row.status == "complete" and row.infra_errors_after == 0
     manifest = ResultStore(tmp_path / "results").manifest("tau2", row.run_id)
-    assert manifest["user_simulator"] == {"source": "endpoint", "model": "user-simulator", "host": "127.0.0.1"}
+    assert manifest.user_simulator is not None
+    assert manifest.user_simulator.model_dump() == {
+        "source": "endpoint",
+        "model": "user-simulator",
+        "hash": "",
+        "host": "127.0.0.1",
+    }
     run_dir = tmp_path / "artifacts" / "runs" / row.run_id
     assert not (run_dir / "server-user-simulator.log").exists()  # no simulator of its own was served
     assert (run_dir / "rollouts-after.jsonl").is_file() and (run_dir / "native-results-after.json").is_file()

@@ -27,7 +27,7 @@ import pytest
 from harness.engines.base import TrainRequest
 from harness.engines.verl.engine import VerlConfig, VerlEngine, verl_run_config
 from harness.errors import HarnessError
-from harness.spec.schema import load_spec
+from harness.spec import load_spec
 from support import MATH_SPEC, REPO
 
 sys.path.insert(0, str(Path(__file__).parent / "results"))
@@ -174,7 +174,8 @@ def test_the_manifest_names_the_folder_that_holds_the_curves(tmp_path: Path) -> 
     from torch.utils.tensorboard import SummaryWriter
 
     from harness.run.record import RecordContext, build_manifest
-    from harness.run.state import RunOptions, RunState
+    from harness.run.state import RunState
+    from harness.spec.options import RunOptions
 
     spec = load_spec(MATH_SPEC, "smoke-verl")
     run_dir = tmp_path / "runs" / "math-r1"
@@ -191,7 +192,7 @@ def test_the_manifest_names_the_folder_that_holds_the_curves(tmp_path: Path) -> 
 
     def named() -> str:
         state = RunState(run_id="math-r1", run_dir=run_dir, started_at="", git=("c" * 40, False))
-        return str(build_manifest(state, ctx, make_row("math-r1"), {})["engine"]["tensorboard"])
+        return str(build_manifest(state, ctx, make_row("math-r1"), {}).engine.tensorboard)
 
     assert named() == ""  # no curves (an evaluation-only run, or no tensorboard package): nothing named
     # VERL's TensorBoard logger writes its scalars with torch's SummaryWriter into TENSORBOARD_DIR

@@ -127,7 +127,7 @@ def test_a_commits_runs_are_pooled_as_compare_pools_them(tmp_path: Path) -> None
     commit = "a" * 40
     record(store, "r1", [True, True, False, False], git_commit=commit)
     outcomes = outcomes_from([True, False, False, False], infra=[(2, 0), (3, 0)])  # half of r2 lost to infra
-    store.append_run(make_row("r2", outcomes, git_commit=commit), outcomes, {"run_id": "r2", "train_metrics": []})
+    store.append_run(make_row("r2", outcomes, git_commit=commit), outcomes)
     assert [r.final_pass for r in store.runs()] == [0.5, 0.5]
     side = compare(parse_source("run:r1,r2", store.root), parse_source("run:r1", store.root)).pairs[0].a
     assert side is not None and side.pass_rate == 0.375  # tasks: 2/2, 1/2, 0/1, 0/1
