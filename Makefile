@@ -16,7 +16,7 @@ PROFILE_ARG := $(if $(PROFILE),--profile $(PROFILE),)
 
 HARNESS := $(VENV)/bin/harness
 
-.PHONY: help env lock bench-math bench-tau2 bench test lint clean-env docker-setup images image-gpu test-gpu-image test-docker lock-gpu
+.PHONY: help env lock bench-math bench-tau2 perf test lint clean-env docker-setup images image-gpu test-gpu-image test-docker lock-gpu
 
 help:
 	@echo "make bench-math [PROFILE=smoke|full] [SEEDS=N] [BACKEND=auto|local|docker]"
@@ -25,7 +25,7 @@ help:
 	@echo "                                              train then evaluate τ²-bench airline (pass^k)"
 	@echo "make bench-<name> [PROFILE=P]                  any benchmark folder benchmarks/<name>/"
 	@echo "make test                                      lint and run every test"
-	@echo "make bench                                     performance scripts in bench/, summary in bench/results/"
+	@echo "make perf                                      performance scripts in bench/, summary in bench/results/"
 	@echo "make env                                       create the environments (done by the targets above)"
 	@echo "make lock                                      re-resolve locks/*.txt from requirements/*.in"
 	@echo "make images | image-gpu | test-docker          build the CPU+calculator images / the GPU image / run docker tests"
@@ -96,7 +96,7 @@ lock-gpu: $(VENV)/.ok
 	cd docker/requirements && ../../$(VENV)/bin/uv pip compile gpu-h200-convert.txt --no-deps --python-version 3.11 --python-platform x86_64-manylinux_2_28 --generate-hashes --no-python-downloads -o gpu-convert.lock
 
 # Performance figures (ratios against baselines measured in the same run) -> bench/results/<stamp>.md
-bench: env
+perf: env
 	$(VENV)/bin/python bench/run_all.py
 
 lint: $(VENV)/.ok

@@ -4,7 +4,7 @@ Each script prints its own figures as ratios against a baseline measured in the 
 figures as JSON (``--json``); this collects both, with the machine's core count, CPU model and load, since
 absolute times are only comparable on one machine. The summary opens with one line per target.
 
-Run: ``python bench/run_all.py [script.py ...]`` (default: all of them; ``make bench``).
+Run: ``python bench/run_all.py [script.py ...]`` (default: all of them; ``make perf``).
 """
 
 from __future__ import annotations
@@ -235,7 +235,8 @@ def speed_line(when: str) -> str:
 
 
 def machine_lines() -> list[str]:
-    from harness.run.provenance import cpu_model, git_state
+    from harness.run.provenance import git_state
+    from harness.serving.hardware import cpu_model
 
     commit, dirty = git_state()
     load = os.getloadavg()

@@ -1,10 +1,10 @@
-"""Per-rollout cost of the calculator tool: a new stdio server per rollout (the seed's way) vs one pooled session.
+"""Per-rollout cost of the calculator tool: a new stdio server per rollout (the reference script's way) vs one pooled session.
 
 The seed opens ``MCPStdioTool(command="uvx", args=["mcp-server-calculator"])`` inside every rollout, so each
 rollout pays a process start and an MCP handshake. The harness opens one session per evaluation and shares it
 between concurrent rollouts (the calculator is stateless). Both ways here use the same server from the same
 environment, so the difference is the per-rollout connection cost alone (``uvx`` resolution, which the seed also
-pays, is not even counted: a lower bound on the seed's cost). The pooled side includes its one server start.
+pays, is not even counted: a lower bound on the reference script's cost). The pooled side includes its one server start.
 
 Rounds alternate the two ways (which one goes first rotates). Prints, for R rollouts of C calls each: seconds per
 rollout and milliseconds per call for both ways (min / median over the rounds), and the ratio harness / seed per

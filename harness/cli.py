@@ -150,7 +150,7 @@ def run(
             "--limit": limit,
             "--trials": trials,
         }
-        _resume(resume, benchmark, [k for k, v in given.items() if v is not None], data_mirror, backend)
+        _resume(resume, benchmark, [k for k, v in given.items() if v is not None], data_mirror, backend, ray_address)
         return
     if benchmark is None:
         raise HarnessError("run: name a benchmark (or --resume RUN_ID)")
@@ -189,7 +189,14 @@ def run(
         _print_pooled(rows)
 
 
-def _resume(run_id: str, benchmark: str | None, clashing: list[str], data_mirror: Path | None, backend: str) -> None:
+def _resume(
+    run_id: str,
+    benchmark: str | None,
+    clashing: list[str],
+    data_mirror: Path | None,
+    backend: str,
+    ray_address: str | None,
+) -> None:
     """``harness run --resume RUN_ID``: the run's own benchmark, profile, seed, options and phases."""
     from harness.run.resume import saved_options
     from harness.run.runner import Runner
@@ -199,7 +206,8 @@ def _resume(run_id: str, benchmark: str | None, clashing: list[str], data_mirror
     saved = saved_options(run_id)
     if benchmark is not None and benchmark != saved.benchmark:
         raise HarnessError(f"--resume {run_id}: the run is of benchmark {saved.benchmark!r}, not {benchmark!r}")
-    opts = saved.model_copy(update={"data_mirror": data_mirror, "backend": _choose_backend(backend), "resume": run_id})
+    where = {"data_mirror": data_mirror, "backend": _choose_backend(backend), "ray_address": ray_address}
+    opts = saved.model_copy(update={**where, "resume": run_id})
     Runner(opts, console).run()
 
 

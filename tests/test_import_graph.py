@@ -1,6 +1,10 @@
-"""No import circles between the harness's modules: the graph of every runtime import (module level or inside a
-function; ``if TYPE_CHECKING:`` imports excluded, since they never run) has no cycle. ``from pkg import sub``
-counts as an import of the submodule ``pkg.sub``.
+"""The harness's import graph: no circles, and every import points up the stages.
+
+Every import counts, wherever it is written: at module level, inside a function, or under ``if TYPE_CHECKING:``
+(a type-only import is still a dependency of the code's meaning). ``from pkg import sub`` counts as an import of
+the submodule ``pkg.sub``. The stages, in the order the README's layout lists them, may each use those before it and
+never those after: the shared primitives, spec, assets, tools, backends, serving, rollout, engines, results, run,
+and the command line.
 """
 
 from __future__ import annotations
@@ -21,13 +25,7 @@ def modules() -> dict[str, Path]:
 
 
 def imports(tree: ast.AST, known: dict[str, Path]) -> Iterator[str]:
-    skip = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for n in ast.walk(node))
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
@@ -90,3 +88,32 @@ def test_no_import_circles() -> None:
     found = cycles(graph)
     detail = "; ".join(" <-> ".join(c) for c in found)
     assert not found, f"import circles: {detail}"
+
+
+STAGES = ["spec", "assets", "tools", "backends", "serving", "rollout", "engines", "results", "run"]
+PRIMITIVES = {"errors", "exits", "paths", "registry", "ui", "timing"}
+
+
+def stage(module: str) -> int:
+    """0 for a shared primitive, 1.. for the stages in order, one more for the command line."""
+    part = module.split(".")[1] if "." in module else ""
+    if part in PRIMITIVES or module == "harness":
+        return 0
+    if part == "cli":
+        return len(STAGES) + 1
+    return STAGES.index(part) + 1
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    for module in import_graph():
+        stage(module)  # a module outside the known stages raises ValueError, naming it
+
+
+def test_imports_point_up_the_stages() -> None:
+    upward = [f"{a} -> {b}" for a, targets in import_graph().items() for b in targets if stage(b) > stage(a)]
+    assert not upward, "imports of a later stage: " + "; ".join(sorted(upward))
+
+
+def test_type_checking_imports_count() -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.run import runner\n")
+    assert "harness.run.runner" in set(imports(tree, modules()))

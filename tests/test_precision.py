@@ -45,16 +45,16 @@ def test_an_unreadable_cpuinfo_means_float32(tmp_path: Path) -> None:
 def test_a_server_on_a_gpu_machine_keeps_vllms_auto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     info = tmp_path / "cpuinfo"
     info.write_text(CPUS["x86 with AVX512 only"])
-    monkeypatch.setattr("harness.run.provenance.gpu_names", lambda: ["NVIDIA H200"])
+    monkeypatch.setattr("harness.serving.hardware.gpu_names", lambda: ["NVIDIA H200"])
     assert serving_dtype("native", info) == "auto" and serving_dtype("float32", info) == "float32"
-    monkeypatch.setattr("harness.run.provenance.gpu_names", lambda: [])
+    monkeypatch.setattr("harness.serving.hardware.gpu_names", lambda: [])
     assert serving_dtype("native", info) == "float32"
 
 
 def test_the_server_is_started_with_the_resolved_dtype(monkeypatch: pytest.MonkeyPatch) -> None:
     for bf16 in (True, False):
         monkeypatch.setattr(precision, "native_bf16", lambda *_, bf16=bf16: bf16)
-        monkeypatch.setattr("harness.run.provenance.gpu_names", lambda: [])
+        monkeypatch.setattr("harness.serving.hardware.gpu_names", lambda: [])
         args = vllm_args(Path("/m"), "policy", 8000, ServingSpec(dtype="native"))
         assert args[args.index("--dtype") + 1] == ("bfloat16" if bf16 else "float32")
 

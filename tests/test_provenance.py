@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.provenance import folder_hash, git_state, gpu_names, hardware
+from harness.run.provenance import folder_hash, git_state
+from harness.serving.hardware import gpu_names, hardware
 
 
 def git(root: Path, *args: str) -> None:

@@ -16,7 +16,6 @@ Outside a checkout, ``harness-cpu:latest`` / ``harness-calculator:latest``. A ru
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import queue
 import re
@@ -28,14 +27,11 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from harness.backends.base import LaunchSpec, register_backend
+from harness.backends.images import image_refs, missing_hint
 from harness.errors import HarnessError
 from harness.paths import artifacts_dir, benchmarks_dir, cache_dir
 from harness.tools.servers import ToolServer
 
-CPU_IMAGE_ENV = "HARNESS_CPU_IMAGE"
-CALCULATOR_IMAGE_ENV = "HARNESS_CALCULATOR_IMAGE"
-DEFAULT_CPU_IMAGE = "harness-cpu:latest"
-DEFAULT_CALCULATOR_IMAGE = "harness-calculator:latest"
 RUN_LABEL = "harness.run_id"
 ROLE_LABEL = "harness.role"
 
@@ -215,41 +211,6 @@ class DockerHandle:
             self._log.close()
 
 
-BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build-images.sh"
-
-
-@functools.lru_cache(maxsize=1)
-def checkout_tags() -> tuple[str, str] | None:
-    """This checkout's content-derived image tags (cpu, calculator), or None outside a checkout."""
-    if not BUILD_SCRIPT.exists():
-        return None
-    try:
-        proc = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "--tags-only", "cpu", "calculator"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    tags = proc.stdout.split()
-    if proc.returncode != 0 or len(tags) != 2:
-        return None
-    return tags[0], tags[1]
-
-
-def image_refs() -> tuple[str, str]:
-    """The (cpu, calculator) images a run uses: the environment's, else this checkout's, else ``:latest``."""
-    tags = checkout_tags() or (DEFAULT_CPU_IMAGE, DEFAULT_CALCULATOR_IMAGE)
-    return os.environ.get(CPU_IMAGE_ENV, tags[0]), os.environ.get(CALCULATOR_IMAGE_ENV, tags[1])
-
-
-def _missing_hint(ref: str) -> str:
-    if checkout_tags() and ref in checkout_tags():  # type: ignore[operator]
-        return f"docker image {ref} (this checkout's code) not built (make images)"
-    return f"docker image {ref} not found (build it: scripts/build-images.sh)"
-
-
 @register_backend
 class DockerBackend:
     name: ClassVar[str] = "docker"
@@ -269,7 +230,7 @@ class DockerBackend:
         try:
             return self.client.images.get(ref)
         except docker.errors.ImageNotFound:
-            raise HarnessError(_missing_hint(ref)) from None
+            raise HarnessError(missing_hint(ref)) from None
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -287,7 +248,7 @@ class DockerBackend:
         with contextlib.suppress(Exception):
             client.close()
         if missing:
-            return False, "; ".join(_missing_hint(ref) for ref in missing)
+            return False, "; ".join(missing_hint(ref) for ref in missing)
         return True, "docker engine and images available"
 
     def launch(self, spec: LaunchSpec) -> DockerHandle:

@@ -1,19 +1,19 @@
 """The training reward, one definition for every engine: the rollout's task reward plus the profile's shaping.
 
-``training.config.shaping`` maps names to weights. ``length_penalty`` is the harness's own term (the share of the
-response budget a rollout used, subtracted); every other name is one of the benchmark's ``shaping_terms``, a dense
-signal in [0, 1] that :meth:`harness.rollout.protocol.Benchmark.shaping` computes from the scored episode (for example
-math's ``format_reward``: the answer has the ``###`` format). Shaping exists for models too small to earn the task
-reward at first; pass rates never use it.
+``training.config.shaping`` maps names to weights, the same form for every engine. ``length_penalty`` is the
+harness's own term (the share of the response budget a rollout used, subtracted); every other name is one of the
+benchmark's ``shaping_terms``, a dense signal in [0, 1] that :meth:`harness.rollout.protocol.Benchmark.shaping`
+computes from the scored episode (for example math's ``format_reward``: the answer has the ``###`` format). Shaping
+exists for models too small to earn the task reward at first; pass rates never use it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.errors import SpecError
+from harness.rollout.protocol import Benchmark, Episode, Task
 
 LENGTH_PENALTY = "length_penalty"
 
@@ -33,9 +33,9 @@ class Shaping:
             length_penalty=weights.get(LENGTH_PENALTY, 0.0),
         )
 
-    def check(self, bench: Any) -> None:
+    def check(self, bench: Benchmark) -> None:
         """One line naming a weighted term the benchmark does not provide (before anything starts)."""
-        known = tuple(getattr(bench, "shaping_terms", ()))
+        known = bench.shaping_terms
         unknown = sorted(set(self.weights) - set(known))
         if unknown:
             offered = ", ".join((*known, LENGTH_PENALTY))
@@ -45,7 +45,9 @@ class Shaping:
             )
 
 
-def training_reward(bench: Any, episode: Any, task: Any, shaping: Shaping, length_used: float = 0.0) -> float:
+def training_reward(
+    bench: Benchmark, episode: Episode, task: Task, shaping: Shaping, length_used: float = 0.0
+) -> float:
     """``episode.reward`` plus each weighted shaping term, minus ``length_penalty`` times ``length_used`` (the
     share of the response budget the rollout used, in [0, 1])."""
     reward = float(episode.reward)

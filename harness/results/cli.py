@@ -114,7 +114,7 @@ def compare_command(
         raise ResultsError(f"--alpha must be between 0 and 1, got {alpha}")
     if allow_missing and not fail_on_regression:
         raise ResultsError("--allow-missing only applies with --fail-on-regression")
-    from harness.results.compare.compare import CompareCommand  # scipy/numpy: imported when used
+    from harness.results.compare.compare import CompareCommand
 
     command = CompareCommand(a, b, benchmark, fmt.value, fail_on_regression, alpha, allow_missing=allow_missing)
     command.across_profiles = across_profiles

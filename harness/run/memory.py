@@ -126,7 +126,3 @@ class TreeSampler:
             "samples": self.samples,
             "scope": "the harness process and its descendants (containers are not counted)",
         }
-
-
-def gib(n: int | float) -> str:
-    return f"{n / 2**30:.2f} GiB"

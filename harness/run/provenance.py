@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import os
-import platform
 import subprocess
 from pathlib import Path
 
@@ -128,47 +126,3 @@ def run_packages() -> dict[str, str]:
         for k, v in env_package_versions(env_python(server.env), server.packages).items():
             versions[f"{server.name}:{k}"] = v
     return versions
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def hardware() -> str:
-    """One line: CPU model and count, memory, GPUs (by name)."""
-    parts = [f"{os.cpu_count()}x {cpu_model()}"]
-    try:
-        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        parts.append(f"{pages / 2**30:.0f} GiB")
-    except (ValueError, OSError):
-        pass
-    names = gpu_names()
-    parts.append("gpu: " + (", ".join(names) if names else "none"))
-    return "; ".join(parts)
-
-
-def gpu_names(proc: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
-    """The machine's NVIDIA GPUs as its driver lists them (``nvidia-smi``, else the driver's ``/proc`` files): what
-    the machine has, whichever environment or container runs the model. Without a driver, none. (Asking torch
-    instead would take a second and a few hundred MB in this process, and answer for this environment's build.)"""
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
-        )
-        if out.returncode == 0:
-            return [line.strip() for line in out.stdout.splitlines() if line.strip()]
-    except (OSError, subprocess.SubprocessError):
-        pass
-    names = []
-    for info in sorted(proc.glob("*/information")):
-        with contextlib.suppress(OSError):
-            for line in info.read_text().splitlines():
-                if line.startswith("Model:"):
-                    names.append(line.split(":", 1)[1].strip())
-    return names

@@ -27,8 +27,9 @@ from harness.results.store.manifest import (
 )
 from harness.results.store.schema import RunRow, TaskOutcome
 from harness.results.store.store import ResultStore
-from harness.run.provenance import folder_hash, hardware, run_packages
+from harness.run.provenance import folder_hash, run_packages
 from harness.run.state import RunState
+from harness.serving.hardware import hardware
 from harness.spec import BenchmarkSpec, spec_hash
 from harness.spec.options import RunOptions
 from harness.ui import fmt

@@ -1,4 +1,6 @@
-"""The ``native`` precision of a spec: bfloat16 where the hardware computes it natively, else float32.
+"""The machine the models run on: its CPU, memory and GPUs, and the precision ``native`` picks for it.
+
+The ``native`` precision of a spec is bfloat16 where the hardware computes it natively, else float32.
 
 A CPU with bf16 arithmetic (AVX512-BF16 or AMX on x86, BF16 on Arm) runs bf16 matrix products in hardware: on such a
 2-core machine the smoke profile's 20 evaluation rollouts took 0.55-0.67 of float32's time, its GRPO steps 0.83-1.03
@@ -9,6 +11,10 @@ emulates bf16 and runs several times slower than float32, whose kernels every CP
 
 from __future__ import annotations
 
+import contextlib
+import os
+import platform
+import subprocess
 from pathlib import Path
 
 NATIVE = "native"
@@ -40,6 +46,48 @@ def serving_dtype(dtype: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The ``--dtype`` for vLLM: ``native`` is :func:`cpu_dtype` on a machine without a GPU, else ``auto``."""
     if dtype != NATIVE:
         return dtype
-    from harness.run.provenance import gpu_names
-
     return "auto" if gpu_names() else cpu_dtype(dtype, cpuinfo)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def hardware() -> str:
+    """One line: CPU model and count, memory, GPUs (by name)."""
+    parts = [f"{os.cpu_count()}x {cpu_model()}"]
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        parts.append(f"{pages / 2**30:.0f} GiB")
+    except (ValueError, OSError):
+        pass
+    names = gpu_names()
+    parts.append("gpu: " + (", ".join(names) if names else "none"))
+    return "; ".join(parts)
+
+
+def gpu_names(proc: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
+    """The machine's NVIDIA GPUs as its driver lists them (``nvidia-smi``, else the driver's ``/proc`` files): what
+    the machine has, whichever environment or container runs the model. Without a driver, none. (Asking torch
+    instead would take a second and a few hundred MB in this process, and answer for this environment's build.)"""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
+        if out.returncode == 0:
+            return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    names = []
+    for info in sorted(proc.glob("*/information")):
+        with contextlib.suppress(OSError):
+            for line in info.read_text().splitlines():
+                if line.startswith("Model:"):
+                    names.append(line.split(":", 1)[1].strip())
+    return names

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.backends import docker as docker_backend
+from harness.backends.images import checkout_tags
 from harness.results.store.store import ResultStore
 from support import REPO
 from support_docker import engine_answers, image_exists, require_engine_and_images, unavailable
@@ -68,7 +68,7 @@ def test_an_engine_with_this_checkouts_images_means_docker(
 ) -> None:
     monkeypatch.delenv("HARNESS_CPU_IMAGE", raising=False)
     monkeypatch.delenv("HARNESS_CALCULATOR_IMAGE", raising=False)
-    tags = docker_backend.checkout_tags()
+    tags = checkout_tags()
     assert tags is not None  # a checkout: its content-derived tags
     require_engine_and_images(*tags)
     chosen, line = _choose(capsys)
@@ -78,7 +78,7 @@ def test_an_engine_with_this_checkouts_images_means_docker(
 @pytest.mark.slow
 def test_harness_run_picks_what_this_machine_has_and_uses_it(smoke_model: Path, tmp_path: Path) -> None:
     """No ``--backend``: auto is the default. The expectation comes from the engine and the image store."""
-    tags = docker_backend.checkout_tags()
+    tags = checkout_tags()
     env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_CPU_IMAGE", "HARNESS_CALCULATOR_IMAGE")}
     has_docker = engine_answers() and tags is not None and all(image_exists(t) for t in tags)
     expected = "docker" if has_docker else "local"

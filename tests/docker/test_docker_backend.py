@@ -157,13 +157,14 @@ def test_images_built_from_other_code_are_not_used(monkeypatch: pytest.MonkeyPat
     auto selection says so and an explicit docker backend refuses in one line (never runs older code)."""
     require_engine_and_images(CALCULATOR_IMAGE)
     from harness.backends import docker as docker_backend
+    from harness.backends import images
     from harness.errors import HarnessError
 
-    tags = docker_backend.checkout_tags()
+    tags = images.checkout_tags()
     assert tags is not None and all(re.fullmatch(r"harness-(cpu|calculator):[0-9a-f]{12}", t) for t in tags)
     monkeypatch.delenv("HARNESS_CPU_IMAGE", raising=False)
     monkeypatch.delenv("HARNESS_CALCULATOR_IMAGE", raising=False)
-    monkeypatch.setattr(docker_backend, "checkout_tags", lambda: ("harness-cpu:000000000000", tags[1]))
+    monkeypatch.setattr(images, "checkout_tags", lambda: ("harness-cpu:000000000000", tags[1]))
     ok, reason = docker_backend.DockerBackend.available()
     assert not ok and reason == "docker image harness-cpu:000000000000 (this checkout's code) not built (make images)"
     with pytest.raises(HarnessError, match="this checkout's code"):

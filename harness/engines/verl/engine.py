@@ -1,7 +1,7 @@
 """The GPU engine: VERL GRPO with vLLM rollouts, training the benchmark's own Agent Framework agent.
 
-``training.config`` for ``engine: verl`` is the seed's VERL dictionary, key for key (:class:`VerlConfig`), plus a
-few harness keys (rollout workers, task limits, reward shaping, dotted ``overrides``). :func:`to_verl_dict` turns
+``training.config`` for ``engine: verl`` is the reference recipe's VERL dictionary, key for key (:class:`VerlConfig`),
+plus a few harness keys (rollout workers, task limits, reward shaping, dotted ``overrides``). :func:`to_verl_dict` turns
 it into the dictionary of VERL keys it sets; :func:`verl_run_config` adds what the harness owns (data files, the
 agent loop, checkpoints, metrics, Ray). Training runs in a child process (``harness.engines.verl.worker``) that
 starts VERL's trainer on a Ray cluster: a local head unless an address is given (``--ray-address`` or
@@ -214,7 +214,7 @@ def verl_run_config(
         },
     }
     merged = deep_merge(harness, spec_keys)
-    if val_file is None:  # no validation split: nothing to validate on, whatever the seed's schedule says
+    if val_file is None:  # no validation split: nothing to validate on, whatever the reference recipe's schedule says
         merged["trainer"]["val_before_train"] = False
         merged["trainer"]["test_freq"] = -1
     # The spec's logger list cannot drop the file logger the harness reads its step metrics from.

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from rich.console import Console
 from rich.table import Table
 
+from harness.results.compare.model import Comparison, PairComparison, SideSummary
 from harness.results.store.schema import RunRow
-
-if TYPE_CHECKING:
-    from harness.results.compare.compare import Comparison, PairComparison, SideSummary
 
 Format = Literal["table", "md", "json"]
 MAX_LISTED_TASKS = 20

@@ -28,7 +28,8 @@ from typing import Any
 
 from harness.errors import ResultsError
 from harness.paths import artifacts_dir
-from harness.results.compare.compare import PairComparison, Side, compare, compare_pair, side_counts
+from harness.results.compare.compare import Side, compare, compare_pair, side_counts
+from harness.results.compare.model import PairComparison
 from harness.results.compare.render import COMPARISON_HEADER, ci, comparison_rows, p_value, pct, pp
 from harness.results.report import plots
 from harness.results.report.document import (
