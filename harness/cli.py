@@ -66,8 +66,26 @@ def validate(
     profiles = [profile] if profile else profile_names(path)
     specs = [load_checked_spec(path, p) for p in profiles]  # the file's own errors first, then the code's
     for spec in specs:
-        check_engine(spec, load_benchmark(spec, path.parent))
-        console.print(f"ok  {path} profile={spec.profile} model={spec.model.name} engine={spec.training.engine}")
+        bench = load_benchmark(spec, path.parent)
+        if spec.trains:
+            check_engine(spec, bench)
+        engine = spec.training.engine if spec.trains else "none (evaluation only)"
+        console.print(f"ok  {path} profile={spec.profile} model={spec.model.name} engine={engine}")
+
+
+@app.command()
+def engines(name: Annotated[str | None, typer.Argument(help="An engine: its training.config keys.")] = None) -> None:
+    """List the training engines, or one engine's training.config keys with their types and defaults."""
+    from harness.engines import engine_names, get_engine_class
+    from harness.engines.keys import config_keys
+
+    if name is None:
+        for engine in engine_names():
+            doc = " ".join((get_engine_class(engine).__doc__ or "").split())
+            console.print(f"[bold]{engine}[/]  {doc}", highlight=False)
+        return
+    for key in config_keys(get_engine_class(name).config_model):
+        console.print(f"{key.name}: {key.type} = {key.default}  {key.description}", markup=False, highlight=False)
 
 
 @app.command()

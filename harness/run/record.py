@@ -135,10 +135,13 @@ def record_run(
         console.print(f"  warning: cannot write {state.run_dir / 'manifest.json'}: {exc.strerror}")
     store.append_run(row, outcomes, manifest)
     console.print(f"[bold]{status}[/] {state.run_id}: row appended to {store.root / spec.name / 'runs.csv'}")
-    if state.summaries:
+    if ctx.options.eval_only and state.summaries:
+        evaluated = row.model_hash_after or row.model_hash_before
+        console.print(f"[bold]pass@1[/] {fmt(after)}  (evaluation only; model {evaluated[:12]})")
+    elif state.summaries:
         console.print(
             f"[bold]pass@1[/] before {fmt(before)}  ->  after {fmt(after)}  "
-            f"(model {row.model_hash_before[:12]} -> {row.model_hash_after[:12] or 'untrained'})"
+            f"(model {row.model_hash_before[:12]} -> {row.model_hash_after[:12] or 'not trained'})"
         )
     return row
 

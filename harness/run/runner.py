@@ -25,6 +25,7 @@ from harness.assets.models import checkpoint_hash, prepare_model
 from harness.backends import get_backend
 from harness.backends.tools import tool_commands
 from harness.engines import TrainRequest, check_engine, get_engine, validate_training
+from harness.errors import SpecError
 from harness.paths import artifacts_dir, link_policy
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
@@ -62,6 +63,8 @@ class Runner:
         self.resolved = options.model_copy(update={"profile": self.spec.profile, "seed": self.seed})
         """The options with the profile and seed the run uses (what run-state.json keeps for --resume)."""
         validate_training(self.spec, self.spec_path)
+        if not options.eval_only and not self.spec.trains:
+            raise SpecError(f"{self.spec_path}: training: the spec has none; evaluate with --eval-only")
         if not options.eval_only:
             check_engine(self.spec, self.bench)  # a benchmark the engine cannot train stops here, before anything runs
         self.store = ResultStore(options.results_root)

@@ -275,20 +275,30 @@ class BenchmarkSpec(StrictModel):
     model: ModelSpec
     agent: AgentSpec
     serving: ServingSpec = ServingSpec()
-    training: TrainingSpec
+    training: TrainingSpec = Field(
+        default_factory=lambda: TrainingSpec(engine="trl-grpo"),
+        description="How to train; a spec without it evaluates only (`harness run --eval-only`).",
+    )
     evaluation: EvaluationSpec = EvaluationSpec()
     user_simulator: UserSimulatorSpec | None = None
     seeds: list[NonNegInt] = Field(default_factory=lambda: [0], min_length=1)
     profile: str = Field(description="Name of the profile this spec was resolved with.")
 
+    @property
+    def trains(self) -> bool:
+        """Whether the spec says how to train (a spec without a ``training`` section evaluates only)."""
+        return "training" in self.model_fields_set
+
     @model_validator(mode="after")
     def _splits_exist(self) -> BenchmarkSpec:
         splits = self.dataset.splits
-        for where, split in (
-            ("evaluation.split", self.evaluation.split),
-            ("training.split", self.training.split),
-            ("training.validation_split", self.training.validation_split),
-        ):
+        checked: list[tuple[str, str | None]] = [("evaluation.split", self.evaluation.split)]
+        if self.trains:
+            checked += [
+                ("training.split", self.training.split),
+                ("training.validation_split", self.training.validation_split),
+            ]
+        for where, split in checked:
             if split is not None and split not in splits:
                 raise ValueError(f"{where}: split {split!r} is not in dataset.splits ({', '.join(sorted(splits))})")
         return self

@@ -45,7 +45,7 @@ class TraceGrpoConfig(EngineConfig):
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of training rollouts.")
     max_triplets: int = Field(8, gt=0, description="Most (prompt, completion) pairs per update, largest |advantage|.")
     max_grad_norm: float = Field(1.0, gt=0)
-    torch_threads: int | None = Field(None, gt=0)
+    torch_threads: int | None = Field(None, gt=0, description="torch's CPU threads (default: torch's choice).")
 
 
 def group_advantages(rewards: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:
@@ -111,6 +111,9 @@ class StepCurves:
 
 @register_engine
 class TraceGrpoEngine(Engine):
+    """GRPO on the benchmark's own rollouts (any agent, multi-turn, a user simulator), traced through the policy
+    server."""
+
     name: ClassVar[str] = "trace-grpo"
     config_model: ClassVar[type[EngineConfig]] = TraceGrpoConfig
     uses_policy_server: ClassVar[bool] = True

@@ -33,10 +33,10 @@ class TrlGrpoConfig(EngineConfig):
     train_limit: int | None = Field(None, gt=0, description="Use only the first N training tasks.")
     prompts_per_step: int = Field(2, gt=0, description="Distinct tasks per step; each gets num_generations samples.")
     num_generations: int = Field(4, ge=2, description="Group size G of GRPO.")
-    learning_rate: float = Field(1e-6, gt=0)
-    max_completion_length: int = Field(128, gt=0)
-    max_tool_calling_iterations: int = Field(2, ge=0)
-    temperature: float = Field(1.0, gt=0)
+    learning_rate: float = Field(1e-6, gt=0, description="AdamW learning rate.")
+    max_completion_length: int = Field(128, gt=0, description="Most tokens per completion (tool rounds included).")
+    max_tool_calling_iterations: int = Field(2, ge=0, description="Tool rounds TRL runs per completion.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the training completions.")
     beta: float = Field(0.0, ge=0, description="KL coefficient; 0 disables the reference model.")
     epsilon: float = Field(0.2, gt=0, description="Lower clip range.")
     epsilon_high: float = Field(0.3, gt=0, description="Upper clip range.")
@@ -55,7 +55,7 @@ class TrlGrpoConfig(EngineConfig):
         "weights, gradients and optimizer state stay float32); native: bfloat16 where the CPU computes it natively "
         "(AVX512-BF16 or AMX on x86, BF16 on Arm), else float32. Recorded with the checkpoint and in the manifest.",
     )
-    torch_threads: int | None = Field(None, gt=0)
+    torch_threads: int | None = Field(None, gt=0, description="torch's CPU threads (default: torch's choice).")
     save_steps: int = Field(
         1,
         ge=0,
@@ -73,6 +73,8 @@ class TrlGrpoConfig(EngineConfig):
 
 @register_engine
 class TrlGrpoEngine(Engine):
+    """GRPO with TRL's GRPOTrainer on a CPU: single-turn (a benchmark's training_prompt and score)."""
+
     name: ClassVar[str] = "trl-grpo"
     config_model: ClassVar[type[EngineConfig]] = TrlGrpoConfig
     starts_while_server_stops: ClassVar[bool] = True  # a CPU trainer: its memory peaks tens of seconds in

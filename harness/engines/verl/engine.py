@@ -236,6 +236,8 @@ def resolve_ray_address(explicit: str | None) -> str | None:
 
 @register_engine
 class VerlEngine(Engine):
+    """VERL's GRPO with vLLM rollouts on GPUs (Ray), running the benchmark's own agent in its agent loop."""
+
     name: ClassVar[str] = "verl"
     config_model: ClassVar[type[EngineConfig]] = VerlConfig
 
