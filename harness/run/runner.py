@@ -194,7 +194,7 @@ class Runner:
                 timing.mark("server_launched")
             eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
             state.dataset[spec.evaluation.split] = eval_file.sha256
-            if spec.training.split != spec.evaluation.split:
+            if not self.options.eval_only and spec.training.split != spec.evaluation.split:
                 _, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
                 state.dataset[spec.training.split] = train_file.sha256
             state.model_hash_before = checkpoint_hash(base_model)
