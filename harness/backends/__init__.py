@@ -1,4 +1,10 @@
-"""Where processes run: local subprocesses, or containers of the pinned images (Docker)."""
+"""Stage 4, backends: where the run's processes (model servers, trainers, tool servers) run.
+
+``base`` (the Backend interface), ``local`` (subprocesses in the ``make env`` environments), ``docker`` (containers
+of the pinned images), ``images`` (which images a Docker run uses), ``tools`` (the run's tool servers started on
+its backend). A new backend is a module with a class registered by ``register_backend``, imported in
+:func:`_load_builtin`.
+"""
 
 from __future__ import annotations
 

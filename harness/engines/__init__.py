@@ -1,6 +1,7 @@
 """Stage 7, engines: training behind one interface (:class:`~harness.engines.base.Engine`).
 
 ``base`` (the Engine base class with its optional capabilities, TrainRequest/TrainResult, the shared config keys),
+``keys`` (an engine's config keys with types and defaults),
 ``shaping`` (the training reward: the rollout's task reward plus weighted shaping terms), ``child`` (a trainer in a
 child process, its progress lines, its exit named), and one subpackage per engine: ``trl/`` (``trl-grpo``: TRL's
 GRPOTrainer, CPU, single-turn), ``trace/`` (``trace-grpo``: GRPO on the benchmark's own traced rollouts), ``verl/``

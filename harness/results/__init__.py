@@ -4,5 +4,5 @@
 revision, :class:`~harness.results.store.store.ResultStore`, the sides a comparison reads), ``stats/`` (per-task
 counts, intervals and paired tests, the one summary path, reproduction agreement), ``compare/`` (``harness compare``:
 pairs, marks, rendering), ``report/`` (``harness report``: plots and an HTML/Markdown document), ``cli`` (the
-``results``, ``compare`` and ``report`` commands).
+``results``, ``compare`` and ``report`` commands, in ``cli``).
 """

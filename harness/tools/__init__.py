@@ -1,4 +1,10 @@
-"""Tools the benchmarks' agents use, and the stdio tool servers they run as (:mod:`harness.tools.servers`)."""
+"""Stage 3, tools: what the benchmarks' agents call, declared here and started by a backend.
+
+``servers`` (a stdio tool server's declaration: environment, code, packages, limits; its local command),
+``calculator`` (the MCP calculator and the agent's session with it), ``schema`` (MCP tool schemas as plain
+functions an agent framework reads). A new tool server is a ``ToolServer`` subclass registered with
+``register_tool_server``.
+"""
 
 from __future__ import annotations
 
