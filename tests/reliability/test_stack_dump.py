@@ -50,8 +50,8 @@ def test_sigusr1_prints_every_threads_stack_and_the_run_goes_on(smoke_model: Pat
     # helper threads (the memory sampler of harness/run/memory.py among them)
     assert headers.count("Thread") >= 1, out[-4000:]
     dump = out[out.index("(most recent call first):") :]
-    assert re.search(r'File ".*/harness/runner\.py", line \d+ in _run\n', dump), dump[:3000]
-    assert re.search(r'File ".*/harness/resources\.py", line \d+ in _loop\n', dump), dump[:3000]
+    assert re.search(r'File ".*/harness/run/runner\.py", line \d+ in _run\n', dump), dump[:3000]
+    assert re.search(r'File ".*/harness/run/memory\.py", line \d+ in _loop\n', dump), dump[:3000]
     assert "Traceback" not in out and "interrupted" not in out
 
     (row,) = ResultStore(tmp_path / "results").runs("arith")
