@@ -54,3 +54,19 @@ def test_gpus_are_read_from_the_driver_without_nvidia_smi(tmp_path: Path, monkey
     assert gpu_names(tmp_path / "none") == []
     if not Path("/proc/driver/nvidia/gpus").exists():
         assert hardware().endswith("; gpu: none")
+
+
+def test_the_cpu_is_named_with_its_numbers_and_kernel_features(tmp_path: Path) -> None:
+    """Two machines whose model names read the same ("Intel(R) Xeon(R) Processor") differ in family/model/stepping or
+    features, which decide the kernels a CPU training step runs."""
+    from harness.serving.hardware import cpu_identity, hardware
+
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\nmodel name\t: Intel(R) Xeon(R) "
+        "Processor\nstepping\t: 2\nflags\t\t: fpu sse4_2 avx2 avx512f amx_bf16 amx_tile\n\nprocessor\t: 1\n"
+    )
+    assert cpu_identity(info) == "Intel(R) Xeon(R) Processor [6/207/2: avx2 avx512f amx_bf16 amx_tile]"
+    assert (
+        hardware(info).split("; ")[0].endswith("Intel(R) Xeon(R) Processor [6/207/2: avx2 avx512f amx_bf16 amx_tile]")
+    )

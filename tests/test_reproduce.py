@@ -124,27 +124,45 @@ def _records(passes: list[bool], run_id: str, reward: float = 1.0) -> OutcomeRec
     return records
 
 
-def test_verdict_on_cpu_needs_identical_checkpoint_and_outcomes() -> None:
-    a = make_row("a", hardware="2x cpu; gpu: none", model_hash_after="f" * 64)
+XEON = "2x Intel(R) Xeon(R) Processor [6/207/2: avx2 avx512f amx_bf16]; 24 GiB; gpu: none"
+EPYC = "2x AMD EPYC 7B13 [25/1/1: avx2]; 24 GiB; gpu: none"
+
+
+def test_verdict_on_one_cpu_needs_identical_checkpoint_and_outcomes() -> None:
+    a = make_row("a", hardware=XEON, model_hash_after="f" * 64)
     same = agreement(
         a, a.model_copy(update={"run_id": "b"}), _records([True, False], "a"), _records([True, False], "b")
     )
-    assert same.agrees and "identical" in same.details[0]
+    assert same.agrees and same.details[0].startswith("criterion: both on 2x Intel") and "identical" in same.details[1]
     other = agreement(a, a, _records([True, False], "a"), _records([True, True], "b"))
-    assert not other.agrees and "different" in other.details[1]
+    assert not other.agrees and "different" in other.details[2]
     moved = agreement(
         a, a.model_copy(update={"model_hash_after": "e" * 64}), _records([True], "a"), _records([True], "b")
     )
-    assert not moved.agrees and "different" in moved.details[0]
+    assert not moved.agrees and "different" in moved.details[1]
     data = agreement(a, a.model_copy(update={"dataset_sha256": "e" * 64}), _records([True], "a"), _records([True], "b"))
     assert not data.agrees and data.details[0].startswith("dataset_sha256 differs")
+
+
+def test_on_another_cpu_identical_outcomes_agree_by_the_statistical_criterion() -> None:
+    """The same 40 outcomes, a different trained checkpoint hash, two CPUs: not "does not agree"."""
+    a = make_row("a", hardware=EPYC, model_hash_after="f" * 64)
+    b = a.model_copy(update={"run_id": "b", "hardware": XEON, "model_hash_after": "e" * 64})
+    passes = [i % 2 == 0 for i in range(40)]
+    verdict = agreement(a, b, _records(passes, "a"), _records(passes, "b"))
+    assert verdict.agrees and verdict.method == "paired test and overlapping intervals"
+    assert verdict.details[0].startswith("criterion: different CPUs (2x AMD EPYC 7B13")
+    old = agreement(a.model_copy(update={"hardware": "2x AMD EPYC; 24 GiB; gpu: none"}), b, _records(passes, "a"),
+                    _records(passes, "b"))  # fmt: skip
+    assert old.agrees and "cannot be told apart precisely" in old.details[0]
 
 
 def test_verdict_on_gpu_uses_the_paired_test_and_the_intervals() -> None:
     a = make_row("a", hardware="1x cpu; gpu: H200")
     passes = [i % 3 != 0 for i in range(60)]
     close = agreement(a, a, _records(passes, "a"), _records([not p if i < 2 else p for i, p in enumerate(passes)], "b"))
-    assert close.agrees and "no difference" in close.details[0] and "overlap" in close.details[1]
+    assert close.agrees and "no difference" in close.details[1] and "overlap" in close.details[2]
+    assert close.details[0].startswith("criterion: a GPU ran")
     far = agreement(a, a, _records(passes, "a"), _records([False] * 60, "b"))
     assert not far.agrees
 

@@ -59,14 +59,20 @@ def results_command(
             typer.echo(f"{store.root / name / 'runs.csv'}: accepted with its runs' files, sha256 {digest}")
         return
     if verify:
-        from harness.results.store.verify import verify_store
+        from harness.results.store.verify import provenance_warnings, verify_store
 
         report = verify_store(store.root, names)
         for problem in report.problems:
             typer.echo(f"error: {problem}", err=True)
         if report.problems:
             raise typer.Exit(2)
-        typer.echo(f"ok: {report.runs} runs, {report.files} files match their checksums ({store.root})")
+        warnings = provenance_warnings(store.root, [r for name in names for r in store.runs(name)])
+        for warning in warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        typer.echo(
+            f"ok: {report.runs} runs, {report.files} files match their checksums ({store.root})"
+            + (f"; {len(warnings)} runs cannot be reproduced (warnings above)" if warnings else "")
+        )
         return
     rows = store.runs(benchmark)
     if profile is not None:

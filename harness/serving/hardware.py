@@ -49,19 +49,44 @@ def serving_dtype(dtype: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return "auto" if gpu_names() else cpu_dtype(dtype, cpuinfo)
 
 
-def cpu_model() -> str:
+def _cpuinfo(cpuinfo: Path) -> dict[str, str]:
+    """The first processor's ``key: value`` lines of ``/proc/cpuinfo`` (empty where it cannot be read)."""
+    out: dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        text = cpuinfo.read_text()
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return out
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        key, _, value = line.partition(":")
+        out.setdefault(key.strip(), value.strip())
+    return out
 
 
-def hardware() -> str:
-    """One line: CPU model and count, memory, GPUs (by name)."""
-    parts = [f"{os.cpu_count()}x {cpu_model()}"]
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile", "sve", "bf16", "asimd")
+"""The instruction-set features that decide which CPU kernels run (and so the bits of a CPU training step)."""
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    info = _cpuinfo(cpuinfo)
+    return info.get("model name") or platform.processor() or platform.machine()
+
+
+def cpu_identity(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU as precisely as a run needs to tell two machines apart: model name, family/model/stepping and the
+    instruction-set features its kernels use (``Intel(R) Xeon(R) Processor [6/207/2: avx2 avx512f amx_bf16]``)."""
+    info = _cpuinfo(cpuinfo)
+    name = info.get("model name") or platform.processor() or platform.machine()
+    numbers = "/".join(info.get(k, "?") for k in ("cpu family", "model", "stepping"))
+    flags = set((info.get("flags") or info.get("Features") or "").split())
+    features = " ".join(f for f in ISA_FLAGS if f in flags)
+    return f"{name} [{numbers}: {features or 'no listed features'}]" if info else name
+
+
+def hardware(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """One line: CPU count and identity, memory, GPUs (by name)."""
+    parts = [f"{os.cpu_count()}x {cpu_identity(cpuinfo)}"]
     try:
         pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         parts.append(f"{pages / 2**30:.0f} GiB")

@@ -1,9 +1,13 @@
 """Does a reproduced run agree with the run it reproduces?
 
-* Both on CPU (``gpu: none`` in the rows' hardware), where training is bit-deterministic: the trained
-  checkpoints' hashes are identical and so is every outcome (phase, task, sample, reward, pass, error kind).
-* Otherwise: the paired test of the two runs' final phases finds no difference (mark ``~``) and the two pass-rate
-  intervals overlap.
+* Both on the same CPU and no GPU (the rows' hardware names the same core count, CPU model, family/model/stepping
+  and instruction-set features, and ``gpu: none``), where training is bit-deterministic: the trained checkpoints'
+  hashes are identical and so is every outcome (phase, task, sample, reward, pass, error kind).
+* Otherwise (a GPU, or two different CPUs, or a row recorded before the harness named the CPU precisely): CPU
+  kernels differ between processors (vector widths, bf16 units), so bits are not expected to match; the paired test
+  of the two runs' final phases must find no difference (mark ``~``) and the two pass-rate intervals overlap.
+
+The verdict says which criterion it applied and why.
 
 Before either, the inputs must be the same: spec hash, dataset hash, base-model hash, seed and profile.
 """
@@ -45,8 +49,35 @@ def _outcome_set(records: OutcomeRecords) -> list[tuple[str, str, int, float, bo
 
 
 def on_cpu(row: RunRow) -> bool:
-    """Whether the run's hardware had no GPU (where the harness's training is bit-deterministic)."""
+    """Whether the run's hardware had no GPU."""
     return "gpu: none" in row.hardware
+
+
+def cpu_of(row: RunRow) -> str:
+    """The row's cores and CPU identity (the hardware line's first part)."""
+    return row.hardware.split("; ")[0]
+
+
+def same_cpu(a: RunRow, b: RunRow) -> bool:
+    """Both rows name the same CPU precisely (identity with family/model/stepping and features: ``[...]``)."""
+    return "[" in cpu_of(a) and cpu_of(a) == cpu_of(b)
+
+
+def criterion(a: RunRow, b: RunRow) -> tuple[bool, str]:
+    """Whether bit-identical results are expected, and why (or why not)."""
+    if not (on_cpu(a) and on_cpu(b)):
+        return False, "a GPU ran at least one of them: agreement within noise is expected, not the same bits"
+    if same_cpu(a, b):
+        return True, f"both on {cpu_of(a)} without a GPU: CPU training is bit-deterministic there"
+    if "[" not in cpu_of(a) or "[" not in cpu_of(b):
+        return False, (
+            f"the CPUs cannot be told apart precisely ({cpu_of(a)} vs {cpu_of(b)}): bits are expected to match only "
+            "on the same CPU and kernels, so the statistical criterion applies"
+        )
+    return False, (
+        f"different CPUs ({cpu_of(a)} vs {cpu_of(b)}): CPU kernels differ between processors, so the bits may too; "
+        "the statistical criterion applies"
+    )
 
 
 def agreement(original: RunRow, repro: RunRow, a: OutcomeRecords, b: OutcomeRecords, alpha: float = 0.05) -> Agreement:
@@ -60,7 +91,9 @@ def agreement(original: RunRow, repro: RunRow, a: OutcomeRecords, b: OutcomeReco
         details.append(f"the reproduction is {repro.status} (phase {repro.failed_phase})")
     if details:
         return Agreement(False, "same inputs", details)
-    if on_cpu(original) and on_cpu(repro):
+    bitwise, why = criterion(original, repro)
+    details.append(f"criterion: {why}")
+    if bitwise:
         same_model = original.model_hash_after == repro.model_hash_after
         same_outcomes = _outcome_set(a) == _outcome_set(b)
         details.append(

@@ -108,3 +108,27 @@ def verify_store(root: Path, benchmarks: list[str]) -> VerifyReport:
     for name in benchmarks:
         verify_benchmark(root, name, report)
     return report
+
+
+def provenance_warnings(root: Path, rows: list[RunRow]) -> list[str]:
+    """Rows that ``harness reproduce`` cannot re-run: measured from a checkout with uncommitted changes, or at a
+    commit this repository does not have. Warnings, not errors: the rows themselves are intact."""
+    from harness.results.store import git
+
+    try:
+        top, _ = git.repo_location(root)
+    except ResultsError:
+        return [f"{root}: not in a git repository; the rows' commits cannot be checked"]
+    out = []
+    for row in rows:
+        where = f"{row.benchmark}/{row.run_id}"
+        if row.git_dirty:
+            out.append(
+                f"{where}: measured from a checkout with uncommitted changes ({row.git_commit[:12]}): no commit holds its code"
+            )
+            continue
+        try:
+            git.resolve_commit(top, row.git_commit)
+        except ResultsError:
+            out.append(f"{where}: its commit {row.git_commit[:12]} is not in the repository at {top}")
+    return out
