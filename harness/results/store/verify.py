@@ -123,9 +123,8 @@ def provenance_warnings(root: Path, rows: list[RunRow]) -> list[str]:
     for row in rows:
         where = f"{row.benchmark}/{row.run_id}"
         if row.git_dirty:
-            out.append(
-                f"{where}: measured from a checkout with uncommitted changes ({row.git_commit[:12]}): no commit holds its code"
-            )
+            commit = row.git_commit[:12]
+            out.append(f"{where}: measured from a checkout with uncommitted changes ({commit}): no commit holds it")
             continue
         try:
             git.resolve_commit(top, row.git_commit)
