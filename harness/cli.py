@@ -57,8 +57,10 @@ def validate(
     profile: ProfileOpt = None,
 ) -> None:
     """Validate a spec (every profile unless --profile is given): the YAML, the benchmark's code (imported, its
-    class registered with every required hook) and that each profile's engine can train it."""
+    class registered with every required hook) and that each profile's engine can train it. Each line ends with
+    the smallest before -> after gain the profile detects (80% power, alpha 0.05; `harness power` says more)."""
     from harness.engines import check_engine, load_checked_spec
+    from harness.results.planning import profile_power, recorded_rows, task_count
     from harness.rollout.loading import load_benchmark, spec_path
     from harness.spec import profile_names
 
@@ -70,7 +72,12 @@ def validate(
         if spec.trains:
             check_engine(spec, bench)
         engine = spec.training.engine if spec.trains else "none (evaluation only)"
-        console.print(f"ok  {path} profile={spec.profile} model={spec.model.name} engine={engine}")
+        tasks, source = task_count(spec, bench)
+        rows, _ = recorded_rows(spec.name)
+        power = profile_power(spec, tasks, rows, tasks_source=source, cross_runs=False).line()
+        console.print(
+            f"ok  {path} profile={spec.profile} model={spec.model.name} engine={engine}  {power}", highlight=False
+        )
 
 
 @app.command()

@@ -208,6 +208,24 @@ def select_rows(
     return [by_id[i] for i in wanted]
 
 
+def readable_offline(dataset: DatasetSpec, split: str) -> bool:
+    """Whether :func:`load_split` can read ``split`` without the network: the files ship with the benchmark, sit in
+    the cache, or come from a package or the spec's local copy (neither downloads; a missing one is a DataError)."""
+    entry = dataset.splits.get(split)
+    if entry is None:
+        return False
+    if dataset.in_benchmark or dataset.source.startswith("package://"):
+        return True
+    if dataset.local_dir_env and os.environ.get(dataset.local_dir_env):
+        return True
+    files = [entry] + (
+        [DatasetFile(path=entry.select.ids_file, sha256=entry.select.ids_sha256)]
+        if entry.select and not isinstance(entry.select, ShuffleSelect)
+        else []
+    )
+    return all((cache_dir() / "datasets" / dataset.name / f.sha256 / Path(f.path).name).exists() for f in files)
+
+
 def load_split(
     dataset: DatasetSpec, split: str, mirror: Path | None = None
 ) -> tuple[list[dict[str, Any]], ResolvedFile]:

@@ -192,6 +192,7 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
             attempts=state.attempts,
             phases_done=list(state.done),
         ),
+        power=state.power,
     )
 
 

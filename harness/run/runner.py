@@ -27,6 +27,8 @@ from harness.backends.tools import tool_commands
 from harness.engines import TrainRequest, check_engine, get_engine, validate_training
 from harness.errors import SpecError
 from harness.paths import artifacts_dir, link_policy
+from harness.results.planning import profile_power, recorded_rows
+from harness.results.store.manifest import PowerRecord
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
 from harness.rollout.evaluate import EvalSettings, evaluate
@@ -211,8 +213,17 @@ class Runner:
             f"(sha256 {eval_file.sha256[:12]}, from {eval_file.origin})"
         )
         self.console.print(f"  model: {spec.model.name} {state.model_hash_before[:12]} at {base_model}")
+        state.power = self._power(len(tasks))
         timing.mark("setup_done")
         return base_model, tasks
+
+    def _power(self, tasks: int) -> PowerRecord | None:
+        """What this run can detect, worked out before it evaluates: printed, and kept in the manifest."""
+        rows, unread = recorded_rows(self.spec.name, self.options.results_root)
+        found = profile_power(self.spec, tasks, rows, tasks_source=f"{self.spec.evaluation.split} split")
+        what = "against another evaluation of these tasks" if self.options.eval_only else "before -> after"
+        self.console.print(f"  power: {found.line(what)}" + (f"; {unread}" if unread else ""), highlight=False)
+        return found.record()
 
     def _label(self, phase: Evaluation) -> str:
         if phase == "before":

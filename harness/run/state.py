@@ -17,7 +17,7 @@ from harness.errors import HarnessError
 from harness.results.stats.aggregate import count_samples
 from harness.results.stats.summary import summarize_counts
 from harness.results.store.atomic import atomic_write
-from harness.results.store.manifest import PhaseSummary
+from harness.results.store.manifest import PhaseSummary, PowerRecord
 from harness.rollout.protocol import Episode
 from harness.serving.simulator import SimulatorRecord
 from harness.spec.options import RunOptions
@@ -125,6 +125,8 @@ class RunState:
     train_resumed_step: int = 0
     saved: SavedState | None = None
     """The state an earlier attempt saved (a resumed run)."""
+    power: PowerRecord | None = None
+    """What the run could detect, worked out at set-up (the manifest's ``power``)."""
 
     def saved_state(self, options: RunOptions, spec_hash: str) -> SavedState:
         checkpoint = self.checkpoint

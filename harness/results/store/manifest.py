@@ -1,7 +1,8 @@
 """The provenance manifest of a run (``results/<benchmark>/manifests/<run_id>.json``): one typed, versioned model
 shared by its writer (:mod:`harness.run.record`) and every reader (``harness reproduce``, the report, the tests).
 
-Format 2 records the run's options with their types (format 1 stringified them: ``"True"``, ``"None"``). A
+Format 2 records the run's options with their types (format 1 stringified them: ``"True"``, ``"None"``); format 3
+adds ``power``, what the run could detect, worked out before it ran (older manifests read as ``None``). A
 manifest is read through :func:`parse_manifest`, which upgrades older formats step by step and refuses newer ones,
 as the result rows are (:mod:`harness.results.store.upgrade`).
 """
@@ -18,7 +19,7 @@ from harness.results.store.schema import RunRow
 from harness.results.store.upgrade import upgrade_row
 from harness.serving.simulator import SimulatorRecord
 
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 
 
 class _Record(BaseModel):
@@ -94,10 +95,33 @@ class ReproductionRecord(_Record):
     package_drift: str = ""
 
 
+class PowerRecord(_Record):
+    """What the run could detect, worked out before it ran (:mod:`harness.results.planning`)."""
+
+    detectable_gain: float | None = Field(
+        description="The smallest mean before -> after gain the paired test over tasks detects with `power` at "
+        "`alpha` (None: none can be)."
+    )
+    base_rate: float = Field(description="The pass rate before training assumed.")
+    base_rate_source: str = Field(description="Where the base rate came from (a recorded baseline or the default).")
+    tasks: int = Field(description="Tasks evaluated.")
+    samples: int = Field(description="Samples per task.")
+    alpha: float
+    power: float
+    seeds: int = Field(description="Seeds a side assumed for the cross-run figure.")
+    seed_sd: float = Field(description="Between-seed sd of a trained model's pass rate assumed.")
+    seed_sd_source: str = Field(description="Where seed_sd came from (recorded runs or the default).")
+    detectable_gain_seeds: float | None = Field(
+        description="The smallest gain between trained models of two sides of `seeds` seeds each that the "
+        "permutation test over seeds detects (None: none can be)."
+    )
+    assumptions: str = Field(description="The simulation's model, in words.")
+
+
 class Manifest(_Record):
     """Everything needed to know what ran and to run it again."""
 
-    format_version: Literal[2] = MANIFEST_VERSION
+    format_version: Literal[3] = MANIFEST_VERSION
     run_id: str
     row: RunRow
     spec: SpecRecord
@@ -117,6 +141,7 @@ class Manifest(_Record):
     environment: dict[str, str] = Field(default_factory=dict, description="HARNESS_*, VLLM_*, OMP_* (no secrets).")
     resume: ResumeRecord = ResumeRecord()
     reproduces: ReproductionRecord | None = None
+    power: PowerRecord | None = None
 
     @field_validator("row", mode="before")
     @classmethod
@@ -171,7 +196,12 @@ def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+def _v2_to_v3(raw: dict[str, Any]) -> dict[str, Any]:
+    """Format 3 adds ``power``; a format-2 manifest has none (``None``)."""
+    return {**raw, "format_version": 3}
+
+
+STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def parse_manifest(raw: dict[str, Any], where: str) -> Manifest:
