@@ -14,6 +14,8 @@ from harness.results.store.store import ResultStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATASET = "d" * 64
+EVAL_ONLY: dict[str, Any] = {"train_steps": 0, "engine": "none", "model_hash_after": ""}
+"""Row overrides of an evaluation-only run (no training): its comparisons pair tasks, not training seeds."""
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from results_factories import commit_all, git, init_repo, make_row, outcomes_from, record
+from results_factories import EVAL_ONLY, commit_all, git, init_repo, make_row, outcomes_from, record
 from typer.testing import CliRunner, Result
 
 from harness.errors import ResultsError
@@ -32,12 +32,14 @@ def passes(n_tasks: int, passing: range | set[int]) -> list[bool]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    """Two commits of result tables: math/smoke regresses 45/50 -> 20/50, other/smoke is noise 25/50 -> 24/50."""
+    """Two commits of result tables: math/smoke regresses 45/50 -> 20/50, other/smoke is noise 25/50 -> 24/50.
+
+    The runs evaluate without training, so a comparison pairs their tasks (trained runs: test_seed_units.py)."""
     path = init_repo(tmp_path / "repo")
     code_v0 = git(path, "rev-parse", "HEAD")
     root = path / "results"
     store = ResultStore(root)
-    record(store, "math-a", passes(50, range(45)), git_commit=code_v0, started_at="2025-01-01T00:00:00Z")
+    record(store, "math-a", passes(50, range(45)), git_commit=code_v0, started_at="2025-01-01T00:00:00Z", **EVAL_ONLY)
     record(
         store,
         "other-a",
@@ -45,10 +47,11 @@ def repo(tmp_path: Path) -> Repo:
         benchmark="other",
         git_commit=code_v0,
         started_at="2025-01-01T01:00:00Z",
+        **EVAL_ONLY,
     )
     (path / "code.py").write_text("VERSION = 1\n")
     first = commit_all(path, "code v1 + results of v0")
-    record(store, "math-b", passes(50, range(20)), git_commit=first, started_at="2025-01-02T00:00:00Z")
+    record(store, "math-b", passes(50, range(20)), git_commit=first, started_at="2025-01-02T00:00:00Z", **EVAL_ONLY)
     record(
         store,
         "other-b",
@@ -56,6 +59,7 @@ def repo(tmp_path: Path) -> Repo:
         benchmark="other",
         git_commit=first,
         started_at="2025-01-02T01:00:00Z",
+        **EVAL_ONLY,
     )
     second = commit_all(path, "results of v1")
     return Repo(path, root, store, [code_v0, first, second])
@@ -190,14 +194,28 @@ def test_runs_of_another_benchmark_version_are_not_compared_or_pooled(repo: Repo
 
 def test_seeds_are_pooled_by_task_and_infra_errors_excluded(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "results")
-    # commit A: 3 seeds x 2 samples, task i passes in every sample when i < 30 -> 30/40
+    # commit A: 3 evaluation seeds x 2 samples, task i passes in every sample when i < 30 -> 30/40
     for seed in range(3):
-        record(store, f"a{seed}", [[i < 30] * 2 for i in range(40)], seed=seed, git_commit="a" * 40, group_id="ga")
+        record(
+            store,
+            f"a{seed}",
+            [[i < 30] * 2 for i in range(40)],
+            seed=seed,
+            git_commit="a" * 40,
+            group_id="ga",
+            **EVAL_ONLY,
+        )
     # commit B: task i passes when i < 10; one infra error on task 39 of seed 0
     for seed in range(3):
         outcomes = outcomes_from([[i < 10] * 2 for i in range(40)], infra=[(39, 0)] if seed == 0 else [])
         row = make_row(
-            f"b{seed}", outcomes, seed=seed, git_commit="b" * 40, group_id="gb", started_at="2025-02-01T00:00:00Z"
+            f"b{seed}",
+            outcomes,
+            seed=seed,
+            git_commit="b" * 40,
+            group_id="gb",
+            started_at="2025-02-01T00:00:00Z",
+            **EVAL_ONLY,
         )
         store.append_run(row, outcomes)
     result = compare(RunIdsSource(["a0", "a1", "a2"], store.root), RunIdsSource(["b0", "b1", "b2"], store.root))

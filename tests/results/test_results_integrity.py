@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from results_factories import REPO_ROOT, commit_all, init_repo, make_row, outcomes_from, record
+from results_factories import EVAL_ONLY, REPO_ROOT, commit_all, init_repo, make_row, outcomes_from, record
 
 from harness.errors import ResultsError
 from harness.results.compare.compare import compare
@@ -92,9 +92,9 @@ def test_updates_and_appends_keep_the_checksums_settled(store: ResultStore) -> N
 def test_tables_committed_before_file_checksums_still_compare(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     store = ResultStore(repo / "results")
-    record(store, "old", [True, False] * 10)
+    record(store, "old", [True, False] * 10, **EVAL_ONLY)
     (store.root / "math" / "files.sha256").unlink()  # as a harness without file checksums wrote it
     commit_all(repo, "legacy table")
-    record(store, "new", [True, True] * 10, started_at="2025-02-01T00:00:00Z")
+    record(store, "new", [True, True] * 10, started_at="2025-02-01T00:00:00Z", **EVAL_ONLY)
     result = compare(RevisionSource("HEAD", store.root), RunIdsSource(["new"], store.root))
     assert result.pairs[0].mark == "+"

@@ -23,15 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 from rich.console import Console
 
 from harness.errors import ResultsError
-from harness.results.compare import render
-from harness.results.compare.model import Comparison, PairComparison, SideSummary
+from harness.results.compare import render, units
+from harness.results.compare.model import Comparison, Mark, PairComparison, SideSummary
 from harness.results.stats.aggregate import TaskCounts, pool
 from harness.results.stats.estimators import DEFAULT_SEED
 from harness.results.stats.paired import paired_difference
 from harness.results.stats.summary import summarize_counts
+from harness.results.store.codec import OutcomeRecords
 from harness.results.store.schema import RunRow
 from harness.results.store.sources import Source, comparability_key, parse_source
 
@@ -80,10 +82,14 @@ class Side:
     rows: Sequence[RunRow]
 
 
-def side_counts(side: Side) -> TaskCounts:
+def side_records(side: Side) -> OutcomeRecords:
+    """The outcomes of a side's runs."""
+    return side.source.outcome_records(side.rows[0].benchmark, [r.run_id for r in side.rows])
+
+
+def side_counts(side: Side, records: OutcomeRecords | None = None) -> TaskCounts:
     """Per-task counts of a side's runs (final phases, or the source's phase; infra samples excluded)."""
-    records = side.source.outcome_records(side.rows[0].benchmark, [r.run_id for r in side.rows])
-    counts = pool(records, side.source.phase)
+    counts = pool(side_records(side) if records is None else records, side.source.phase)
     if side.source.phase is not None and not counts.task_ids:
         raise ResultsError(f"{side.label}: the run(s) have no {side.source.phase} outcomes")
     return counts
@@ -112,7 +118,8 @@ def compare_pair(
     """
     bench, profile = key
     confidence = 1 - alpha
-    counts = [None if side is None else side_counts(side) for side in (a, b)]
+    records = [None if side is None else side_records(side) for side in (a, b)]
+    counts = [None if side is None else side_counts(side, r) for side, r in zip((a, b), records, strict=True)]
     summaries = [
         None if side is None or c is None else _side(side.label, side.rows, c, confidence)
         for side, c in zip((a, b), counts, strict=True)
@@ -137,17 +144,58 @@ def compare_pair(
         return result
     pa, pb = ca.select(common), cb.select(common)
     paired = paired_difference(pa.successes, pa.trials, pb.successes, pb.trials, alpha, seed)
-    significant = paired.p_value < alpha and paired.diff != 0
-    result.mark = ("+" if paired.diff > 0 else "-") if significant else "~"
     result.n_paired_tasks = len(common)
     result.diff, result.diff_ci_low, result.diff_ci_high = paired.diff, paired.low, paired.high
     result.diff_ci_method = paired.interval
     result.a_paired_pass, result.b_paired_pass = float(pa.means.mean()), float(pb.means.mean())
     result.p_value, result.test = paired.p_value, paired.test
+    result.task_p_value = paired.p_value
+    if units.seed_units(a.rows, b.rows, ca, cb):
+        ra, rb = records
+        assert ra is not None and rb is not None
+        _by_seeds(result, a, b, ra, rb, alpha)
+    else:
+        result.mark = _mark(paired.p_value, paired.diff, alpha)
+        if result.mark == "~":
+            samples = max(1, int(np.median(np.minimum(pa.trials, pb.trials))))
+            base = result.a_paired_pass
+            _undetected(result, units.undetected_tasks(len(common), samples, base, alpha))
     solved_a, solved_b = pa.solved(), pb.solved()
     result.new_failures = sorted(solved_a - solved_b)
     result.fixed = sorted(solved_b - solved_a)
     return result
+
+
+def _mark(p_value: float, diff: float, alpha: float) -> Mark:
+    return ("+" if diff > 0 else "-") if p_value < alpha and diff != 0 else "~"
+
+
+def _undetected(result: PairComparison, found: units.Undetected) -> None:
+    seeds = result.units == "seeds"
+    result.detectable_gain, result.detectable_note = found.found.gain, found.note(seeds)
+    result.power_assumptions = found.model.describe(seeds)
+    if seeds:
+        result.seed_sd, result.seeds_needed = found.model.seed_sd, found.seeds_needed
+
+
+def _by_seeds(result: PairComparison, a: Side, b: Side, ra: OutcomeRecords, rb: OutcomeRecords, alpha: float) -> None:
+    """The pair's test over training seeds (:mod:`harness.results.compare.units`) replaces the one over tasks."""
+    seeds = units.compare_seeds(
+        units.per_seed(a.rows, ra, a.source.phase), units.per_seed(b.rows, rb, b.source.phase), alpha
+    )
+    result.units = "seeds"
+    result.seeds_a, result.seeds_b = len({r.seed for r in a.rows}), len({r.seed for r in b.rows})
+    if seeds is None:
+        result.mark, result.reason = "x", "no task has data in every seed of both sides"
+        return
+    result.diff, result.p_value, result.test = seeds.test.diff, seeds.test.p_value, seeds.test.method
+    result.min_p_value = seeds.test.min_p
+    result.diff_ci_low, result.diff_ci_high = seeds.interval if seeds.interval else (None, None)
+    result.diff_ci_method = "permutation test over seeds, inverted" if seeds.interval else "none: too few seeds"
+    result.mark = _mark(seeds.test.p_value, seeds.test.diff, alpha)
+    if result.mark == "~":
+        recorded = [r for r in a.source.runs(a.rows[0].benchmark) if r.profile == a.rows[0].profile]
+        _undetected(result, units.undetected_seeds(seeds, recorded, alpha))
 
 
 def _paired_explicitly(

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Mark = Literal["+", "-", "~", "x"]
+Units = Literal["tasks", "seeds"]
 
 
 class SideSummary(BaseModel):
@@ -47,8 +48,28 @@ class PairComparison(BaseModel):
     diff_ci_method: str = Field(default="", description="How the CI of diff was computed.")
     a_paired_pass: float | None = Field(default=None, description="A's pass rate over the paired tasks only.")
     b_paired_pass: float | None = Field(default=None, description="B's pass rate over the paired tasks only.")
-    p_value: float | None = Field(default=None, description="Two-sided p-value of the paired test.")
-    test: str = Field(default="", description="Which paired test produced p_value.")
+    p_value: float | None = Field(default=None, description="Two-sided p-value of the test that set the mark.")
+    test: str = Field(default="", description="Which test produced p_value.")
+    units: Units = Field(
+        default="tasks",
+        description="The test's replicates: tasks (paired; one model a side, or untrained evaluations) or training "
+        "seeds (trained models of different runs: a permutation test over the seeds' pass rates).",
+    )
+    seeds_a: int = Field(default=0, description="Distinct training seeds on side A (units seeds).")
+    seeds_b: int = Field(default=0, description="Distinct training seeds on side B (units seeds).")
+    min_p_value: float | None = Field(default=None, description="The smallest p the test over seeds can give.")
+    task_p_value: float | None = Field(
+        default=None, description="The paired test over tasks: evaluation noise only (p_value itself for tasks)."
+    )
+    detectable_gain: float | None = Field(
+        default=None, description="For ~: the smallest gain this pair's own test detects with 80% power (None: none)."
+    )
+    detectable_note: str = Field(default="", description="For ~: what the pair could have told, in words.")
+    power_assumptions: str = Field(default="", description="For ~: the power simulation's assumptions.")
+    seed_sd: float | None = Field(default=None, description="For ~ over seeds: the between-seed sd assumed.")
+    seeds_needed: int | None = Field(
+        default=None, description="For ~ over too few seeds: the seeds a side the observed difference needs."
+    )
     warnings: list[str] = Field(default_factory=list, description="Runs pooled that did not complete, and similar.")
     new_failures: list[str] = Field(default_factory=list, description="Tasks solved on A but not on B.")
     fixed: list[str] = Field(default_factory=list, description="Tasks solved on B but not on A.")

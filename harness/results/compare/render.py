@@ -56,12 +56,22 @@ def _note(pair: PairComparison) -> str:
     if pair.mark == "x":
         return "; ".join([pair.reason, *warnings])
     parts = [_plural(len(pair.new_failures), "new failure"), f"{len(pair.fixed)} fixed"]
+    if pair.units == "seeds":
+        parts.insert(0, f"units: training seeds, {pair.seeds_a} vs {pair.seeds_b} (smallest p {pair.min_p_value:.2g})")
+        if min(pair.seeds_a, pair.seeds_b) == 1:
+            parts.insert(
+                1,
+                "training variance not covered (one training seed on a side); over tasks alone, evaluation noise "
+                f"only, p = {p_value(pair.task_p_value)}",
+            )
     own = [s.n_tasks for s in (pair.a, pair.b) if s is not None]
     if any(n != pair.n_paired_tasks for n in own):
         parts.append(f"on the paired tasks A {pct(pair.a_paired_pass)}, B {pct(pair.b_paired_pass)}")
     infra = [s.infra_errors for s in (pair.a, pair.b) if s is not None]
     if any(infra):
         parts.append(f"infra errors excluded A/B: {infra[0]}/{infra[-1]}")
+    if pair.detectable_note:
+        parts.append(pair.detectable_note)
     return "; ".join([", ".join(parts), *warnings])
 
 
@@ -109,9 +119,11 @@ def legend(c: Comparison) -> str:
     return (
         f"A = {c.a_label}, B = {c.b_label}. A pass and B pass are over each side's own tasks; B - A, its CI and p "
         "are over the paired tasks (data on both sides; the note gives both sides' rates on them when the task "
-        f"sets differ). CIs at {100 * (1 - c.alpha):g}%; the CI of B - A inverts the paired test, so it excludes 0 "
-        f"exactly for + and -. Marks: + improvement, - regression (p < {c.alpha:g}), ~ not significant, "
-        f"x not comparable. {c.regressions} regression(s), {c.improvements} improvement(s), "
+        "sets differ), or over the training seeds when both sides are trained models of different runs (the note "
+        f"says so). CIs at {100 * (1 - c.alpha):g}%; the CI of B - A inverts the test, so it excludes 0 "
+        f"exactly for + and -. Marks: + improvement, - regression (p < {c.alpha:g}), ~ not significant (the note "
+        f"says what it could have told), x not comparable. {c.regressions} regression(s), {c.improvements} "
+        "improvement(s), "
         f"{c.not_comparable} not comparable."
     )
 
