@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import typer
+from matplotlib.figure import Figure
 from matplotlib.image import imread
 from results_factories import commit_all, git, init_repo, make_row, outcomes_from, record
 from typer.testing import CliRunner
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 from harness.results.cli import register
 from harness.results.compare.compare import compare
 from harness.results.compare.render import ci, pct
+from harness.results.report import plots
 from harness.results.report.report import ReportFiles, build_report, order_commits
 from harness.results.store.manifest import Manifest
 from harness.results.store.sources import parse_source
@@ -131,9 +133,30 @@ def test_a_commits_runs_are_pooled_as_compare_pools_them(tmp_path: Path) -> None
     assert [r.final_pass for r in store.runs()] == [0.5, 0.5]
     side = compare(parse_source("run:r1,r2", store.root), parse_source("run:r1", store.root)).pairs[0].a
     assert side is not None and side.pass_rate == 0.375  # tasks: 2/2, 1/2, 0/1, 0/1
-    row = f"| {commit[:10]} | 2 | {pct(side.pass_rate)} | {ci(side.ci_low, side.ci_high)} | 50.0% – 50.0% |"
+    row = f"| {commit[:10]} | 1 | 2 | {pct(side.pass_rate)} | {ci(side.ci_low, side.ci_high)} | one seed |"
     markdown = build_report(tmp_path / "out", root=store.root).markdown.read_text()
     assert row in markdown, markdown
+
+
+def test_the_per_commit_view_shows_the_seed_spread_and_joins_no_commits(
+    history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each commit's two seeds (10 and 11 of 20 tasks after training, ...) show as a range; no line runs through the
+    commits' rates, whose differences may be seed luck."""
+    figures: dict[str, Figure] = {}
+    save = plots._save
+
+    def keep(fig: Figure, path: Path) -> Path:
+        figures[path.name] = fig
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    markdown = build_report(tmp_path / "out", root=history).markdown.read_text()
+    assert "| seeds | runs | pass rate (pooled) | 95% CI | seed range (min–max) |" in markdown
+    assert "| 2 | 2 | 52.5% |" in markdown and "| 50.0% – 55.0% |" in markdown
+    (ax,) = figures["math-smoke-pass-by-commit.png"].axes
+    assert all(line.get_linestyle() == "None" for line in ax.get_lines())  # markers only
+    assert len(ax.collections) >= 3  # the seed ranges (and the runs' error bars)
 
 
 def test_report_command(history: Path, tmp_path: Path) -> None:

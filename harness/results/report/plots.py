@@ -50,12 +50,39 @@ def _errorbars(points: Sequence[RatePoint]) -> tuple[list[float], list[float]]:
     return [max(0.0, v) * 100 for v in lower], [max(0.0, v) * 100 for v in upper]
 
 
+@dataclass(frozen=True)
+class Spread:
+    """The lowest and highest seed pass rate of one commit, at a position on the x axis."""
+
+    x: float
+    low: float
+    high: float
+
+
 def pass_rate_by_commit(
-    runs: Sequence[RatePoint], means: Sequence[RatePoint], labels: Sequence[str], title: str, order: str, path: Path
+    runs: Sequence[RatePoint],
+    means: Sequence[RatePoint],
+    spreads: Sequence[Spread],
+    labels: Sequence[str],
+    title: str,
+    order: str,
+    path: Path,
 ) -> Path:
-    """Each run's final pass rate with its CI (points) and each commit's pooled pass rate (line), commits along x."""
+    """Each run's final pass rate with its CI (points), each commit's seed range (a bar from its lowest to its highest
+    seed) and its runs pooled (a tick), commits along x. No line joins commits: with one seed a commit's rate holds
+    that seed's luck, and a line through single seeds reads as a trend."""
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
+    for i, spread in enumerate(spreads):
+        ax.vlines(
+            spread.x,
+            spread.low * 100,
+            spread.high * 100,
+            color="tab:gray",
+            lw=8,
+            alpha=0.35,
+            label="seed range (min-max)" if i == 0 else None,
+        )
     if runs:
         lo, hi = _errorbars(runs)
         ax.errorbar(
@@ -73,9 +100,11 @@ def pass_rate_by_commit(
         ax.plot(
             [p.x for p in means],
             [p.rate * 100 for p in means],
-            "-",
+            "_",
+            ms=18,
+            mew=2.5,
+            ls="none",
             color="tab:orange",
-            lw=2,
             label="commit, runs pooled",
         )
     step = max(1, len(labels) // MAX_TICK_LABELS)

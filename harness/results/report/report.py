@@ -3,10 +3,11 @@
 Per (benchmark, profile):
 
 * pass rate per commit with CIs: every complete run's final pass rate (after training when measured, else before)
-  with the CI recorded in its row, plus each commit's runs pooled by task through the shared statistics
+  with the CI recorded in its row, each commit's seed range (lowest to highest seed, a seed's runs averaged), and
+  each commit's runs pooled by task through the shared statistics
   (:func:`harness.results.stats.summary.summarize_counts`, as ``harness compare`` pools a side): the pass rate and
-  interval the table shows; commits in git order when every commit is known to git, else in order of their first
-  run's start time (the plot says which);
+  interval the table shows; no line joins commits (a line through single seeds reads as a trend); commits in git
+  order when every commit is known to git, else in order of their first run's start time (the plot says which);
 * before/after pass rate of the most recent runs;
 * per-step reward and validation curves of recent runs whose manifest has ``train_metrics``
   (a list of ``{"step": int, "reward_mean": float, "val_pass_rate": float (optional)}``; step 0 may carry only the
@@ -156,26 +157,42 @@ def _pass_by_commit(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> Non
         for i, summary in enumerate(pooled[c] for c in commits)
         if summary.pass_rate is not None
     ]
+    seeds = {c: seed_rates(by_commit[c]) for c in commits}
+    spreads = [plots.Spread(index[c], min(r), max(r)) for c, r in seeds.items() if len(r) > 1]
     labels = [c[:8] for c in commits]
     path = ctx.out / f"{slug(key[0])}-{slug(key[1])}-pass-by-commit.png"
-    plots.pass_rate_by_commit(points, means, labels, f"{key[0]}/{key[1]}: final pass rate per commit", order, path)
+    title = f"{key[0]}/{key[1]}: final pass rate per commit"
+    plots.pass_rate_by_commit(points, means, spreads, labels, title, order, path)
     ctx.image(path, f"pass rate per commit for {key[0]}/{key[1]}")
     rows = []
     for c in commits:
         group, summary = by_commit[c], pooled[c]
-        rates = [r.final_pass or 0.0 for r in group]
-        spread = f"{pct(min(rates))} – {pct(max(rates))}" if len(group) > 1 else "-"
+        rates = seeds[c]
+        spread = f"{pct(min(rates))} – {pct(max(rates))}" if len(rates) > 1 else "one seed"
         interval = ci(*summary.ci) if summary.ci else "-"
         last = max(r.started_at for r in group)
-        rows.append([c[:10], str(len(group)), pct(summary.pass_rate), interval, spread, last])
+        rows.append([c[:10], str(len(rates)), str(len(group)), pct(summary.pass_rate), interval, spread, last])
     ctx.doc.add(
         Paragraph(
             f"Commits ordered by {order}. Final pass rate = after training when measured, else before. A commit's "
             "pass rate and 95% CI pool its runs by task, as `harness compare` does (the mean over tasks of each "
-            "task's pass fraction; Wilson over tasks, task-clustered with several samples per task)."
+            "task's pass fraction; Wilson over tasks, task-clustered with several samples per task): they cover "
+            "evaluation noise only. The seed range (each seed's runs averaged) is the training variance the CI "
+            "leaves out; a commit measured with one seed has none to show, so no line joins the commits, and "
+            "`harness compare` of trained runs counts seeds, not tasks (one seed a side is ~)."
         ),
-        TableBlock(["commit", "runs", "pass rate (pooled)", "95% CI", "runs' range", "last run"], rows),
+        TableBlock(
+            ["commit", "seeds", "runs", "pass rate (pooled)", "95% CI", "seed range (min–max)", "last run"], rows
+        ),
     )
+
+
+def seed_rates(group: Sequence[RunRow]) -> list[float]:
+    """The final pass rate of each distinct seed of ``group`` (its runs averaged), seeds in order."""
+    by_seed: dict[int, list[float]] = defaultdict(list)
+    for row in group:
+        by_seed[row.seed].append(row.final_pass or 0.0)
+    return [sum(v) / len(v) for _, v in sorted(by_seed.items())]
 
 
 def _before_after(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> None:
