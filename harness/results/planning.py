@@ -29,6 +29,9 @@ from harness.errors import DataError, ResultsError
 from harness.results.stats.power import (
     DEFAULT_BASE_RATE,
     DEFAULT_SEED_SD,
+    MAX_SAMPLES,
+    MAX_SEEDS,
+    MAX_TASKS,
     Detectable,
     PairedDesign,
     PowerModel,
@@ -36,6 +39,7 @@ from harness.results.stats.power import (
     detectable_gain,
     samples_needed,
     seeds_needed,
+    shift_for_gain,
     tasks_needed,
 )
 from harness.results.stats.seeds import min_p_value, seed_spread
@@ -120,6 +124,8 @@ class ProfilePower:
     seeds: int
     paired: Detectable | None
     across: Detectable | None
+    greedy: bool = False
+    """Whether the profile samples at temperature 0 (repeated samples of a task then agree)."""
 
     def record(self) -> PowerRecord | None:
         """The manifest's ``power`` (None when the task count is unknown)."""
@@ -174,21 +180,24 @@ class ProfilePower:
     def needs(self, gain: float) -> list[str]:
         """What a target ``gain`` needs: tasks at this profile's samples, samples at its tasks, seeds a side."""
         model = self.model
-        tasks = tasks_needed(gain, self.samples, model)
         lines = [f"  to detect {100 * gain:+.1f} pp ({_power_words(model)}):"]
-        at = f"at {_plural(self.samples, 'sample')} per task"
-        lines.append(f"    before -> after: {_count(tasks, 'task')} {at}" + ("" if tasks else _beyond(gain, model)))
+        if shift_for_gain(gain, model) is None:
+            return [*lines, f"    out of reach: from {_pct(model.p0)} a gain stays below {100 * (1 - model.p0):.1f} pp"]
+        tasks = tasks_needed(gain, self.samples, model)
+        lines.append(
+            f"    before -> after: {_count(tasks, 'task', MAX_TASKS)} at {_plural(self.samples, 'sample')} per task"
+        )
         if self.tasks is not None:
             samples = samples_needed(gain, self.tasks, model)
+            greedy = " (independent samples: at temperature 0 they agree, raise it first)" if self.greedy else ""
             lines.append(
-                f"    before -> after: {_count(samples, 'sample')} per task at {self.tasks} tasks"
-                + ("" if samples else _beyond(gain, model))
+                f"    before -> after: {_count(samples, 'sample', MAX_SAMPLES)} per task at {self.tasks} tasks"
+                + (greedy if samples is None or samples > 1 else "")
             )
             seeds = seeds_needed(gain, self.tasks, self.samples, model)
             lines.append(
-                f"    trained runs of two sides: {_count(seeds, 'seed')} a side at {self.tasks} tasks x "
+                f"    trained runs of two sides: {_count(seeds, 'seed', MAX_SEEDS)} a side at {self.tasks} tasks x "
                 f"{_plural(self.samples, 'sample')} (between-seed sd {100 * model.seed_sd:.1f} pp)"
-                + ("" if seeds else _beyond(gain, model))
             )
         return lines
 
@@ -229,6 +238,7 @@ def profile_power(
         seeds,
         paired,
         across,
+        spec.evaluation.temperature == 0,
     )
 
 
@@ -243,12 +253,8 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _count(n: int | None, word: str) -> str:
-    return f"more than the search's limit of {word}s" if n is None else _plural(n, word)
-
-
-def _beyond(gain: float, model: PowerModel) -> str:
-    return f" (a gain of {100 * gain:.1f} pp from {_pct(model.p0)} is out of reach)" if gain >= 1 - model.p0 else ""
+def _count(n: int | None, word: str, limit: int) -> str:
+    return f"more than {limit} {word}s" if n is None else _plural(n, word)
 
 
 def _power_words(model: PowerModel) -> str:

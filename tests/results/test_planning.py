@@ -53,6 +53,8 @@ def test_harness_power_prints_the_figures_and_what_a_gain_needs(baseline: Path) 
     assert "base rate 30.0% (given)" in default
     untold = invoke(baseline.parent / "empty", "power", "math", "--profile", "smoke")
     assert "20 tasks x 1 sample, base rate 30.0% (default: no baseline recorded)" in untold
+    far = invoke(baseline, "power", "math", "--profile", "reference-h200", "--gain", "0.9")
+    assert far.splitlines()[-1] == "    out of reach: from 18.8% a gain stays below 81.2 pp"
 
 
 def test_harness_power_refuses_bad_options(baseline: Path) -> None:
