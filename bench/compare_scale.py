@@ -46,6 +46,7 @@ from harness.results.stats.estimators import wilson_interval
 from harness.results.store import layout
 from harness.results.store.checksums import FileSums
 from harness.results.store.codec import encode_checksum, encode_manifest, encode_outcomes, encode_runs, sha256_hex
+from harness.results.store.manifest import Manifest
 from harness.results.store.schema import RunRow, TaskOutcome
 from harness.results.store.sources import RevisionSource, RunIdsSource, WorktreeSource
 from harness.results.store.store import ResultStore
@@ -150,7 +151,7 @@ def write_store(root: Path, runs: list[tuple[RunRow, list[TaskOutcome]]]) -> Non
         path = root / layout.outcomes_path(row.benchmark, row.run_id)
         written = {
             layout.outcomes_path(row.benchmark, row.run_id): encode_outcomes(outcomes, str(path)),
-            layout.manifest_path(row.benchmark, row.run_id): encode_manifest({"run_id": row.run_id}, "manifest"),
+            layout.manifest_path(row.benchmark, row.run_id): encode_manifest(Manifest.for_row(row), "manifest"),
         }
         for relpath, content in written.items():
             if not (root / relpath).exists():

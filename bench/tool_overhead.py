@@ -1,6 +1,7 @@
-"""Per-rollout cost of the calculator tool: a new stdio server per rollout (the reference script's way) vs one pooled session.
+"""Per-rollout cost of the calculator tool: a new stdio server per rollout (the reference script's way) vs one pooled
+session.
 
-The seed opens ``MCPStdioTool(command="uvx", args=["mcp-server-calculator"])`` inside every rollout, so each
+The reference script opens ``MCPStdioTool(command="uvx", args=["mcp-server-calculator"])`` inside every rollout, so each
 rollout pays a process start and an MCP handshake. The harness opens one session per evaluation and shares it
 between concurrent rollouts (the calculator is stateless). Both ways here use the same server from the same
 environment, so the difference is the per-rollout connection cost alone (``uvx`` resolution, which the seed also
