@@ -19,6 +19,7 @@ would need.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -64,18 +65,19 @@ def seed_units(a_rows: Sequence[RunRow], b_rows: Sequence[RunRow], a: TaskCounts
     return trained(a_rows, a) and trained(b_rows, b) and not same
 
 
-def _subset(records: OutcomeRecords, run_ids: set[str]) -> OutcomeRecords:
-    keep = [i for i, run in enumerate(records.run_id) if run in run_ids]
-    names = ("run_id", "phase", "task_id", "sample", "reward", "passed", "error_kind")
-    return OutcomeRecords(*([getattr(records, name)[i] for i in keep] for name in names))
+_FIELDS = ("run_id", "phase", "task_id", "sample", "reward", "passed", "error_kind")
 
 
 def per_seed(rows: Sequence[RunRow], records: OutcomeRecords, phase: str | None) -> list[TaskCounts]:
     """Per-task counts of each distinct training seed of a side (its runs pooled), seeds in order."""
-    by_seed: dict[int, set[str]] = defaultdict(set)
-    for row in rows:
-        by_seed[row.seed].add(row.run_id)
-    return [pool(_subset(records, by_seed[seed]), phase) for seed in sorted(by_seed)]
+    seed_of = {row.run_id: row.seed for row in rows}
+    keep: dict[int, list[int]] = defaultdict(list)
+    for i, run in enumerate(records.run_id):  # one pass over the outcomes, however many seeds
+        if run in seed_of:
+            keep[seed_of[run]].append(i)
+    columns = [getattr(records, name) for name in _FIELDS]
+    subsets = {seed: OutcomeRecords(*([col[i] for i in idx] for col in columns)) for seed, idx in keep.items()}
+    return [pool(subsets.get(seed, OutcomeRecords()), phase) for seed in sorted(set(seed_of.values()))]
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,13 @@ class Undetected:
 
 
 def undetected_tasks(tasks: int, samples: int, base: float, alpha: float) -> Undetected:
-    """The detectable gain of the paired test over ``tasks`` tasks x ``samples`` at base rate ``base``."""
+    """The detectable gain of the paired test over ``tasks`` tasks x ``samples`` at base rate ``base`` (to the
+    percent: the figure is a simulation's, and a comparison of many pairs asks for the same designs again)."""
+    return _undetected_tasks(tasks, samples, round(base, 2), alpha)
+
+
+@functools.lru_cache(maxsize=256)
+def _undetected_tasks(tasks: int, samples: int, base: float, alpha: float) -> Undetected:
     model = PowerModel(base_rate=base, alpha=alpha, reps=COMPARE_REPS)
     return Undetected(detectable_gain(PairedDesign(tasks, samples), model), model)
 
@@ -155,11 +163,11 @@ def undetected_seeds(seeds: SeedComparison, recorded: Sequence[RunRow], alpha: f
     base = float(np.mean(seeds.a_rates))
     model = PowerModel(base_rate=base, alpha=alpha, seed_sd=sd, reps=COMPARE_REPS)
     design = SeedDesign(len(seeds.a_rates), len(seeds.b_rates), seeds.tasks, seeds.samples)
-    found = detectable_gain(design, model)
+    found = detectable_gain(design, model, analytic=True)
     target = abs(seeds.test.diff)
     if found.gain is not None or target < MIN_TARGET:
         return Undetected(found, model, source)
     # a loss is sized as the same gain from the lower side's rate
     start = min(base, float(np.mean(seeds.b_rates)))
-    needed = seeds_needed(target, seeds.tasks, seeds.samples, replace(model, base_rate=start))
+    needed = seeds_needed(target, seeds.tasks, seeds.samples, replace(model, base_rate=start), analytic=True)
     return Undetected(found, model, source, needed, target)

@@ -164,6 +164,7 @@ def shift_for_gain(gain: float, model: PowerModel, seeds: bool = False) -> float
 
 
 @functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def seed_scale(seed_sd: float, p0: float, concentration: float, center: float = 0.0) -> float:
     """The logit sd of a seed effect that makes the sd over seeds of the expected pass rate ``seed_sd``, for the
     task population shifted by ``center`` on the logit scale."""
@@ -225,6 +226,11 @@ class PairedDesign:
         return run
 
 
+NORMAL_RATES_FROM = 30
+"""tasks x samples from which a simulated seed's pass rate is its mean plus normal sampling noise (not binomial
+draws per task): the test over seeds sees only the seed means."""
+
+
 @dataclass(frozen=True)
 class SeedDesign:
     """``n_a`` seeds against ``n_b`` seeds, each seed's pass rate over the same tasks x samples."""
@@ -246,6 +252,7 @@ class SeedDesign:
         logits = _task_logits(rng, (model.reps, 1, self.tasks), model)
         normals = rng.standard_normal((model.reps, n, 1))
         uniforms = rng.random((model.reps, n, self.tasks))
+        noise = rng.standard_normal((model.reps, n))
         side_b = np.arange(n) >= self.n_a
         labels = labelings(self.n_a, self.n_b, rng, SIMULATED_MAX_LABELINGS, SIMULATED_MAX_LABELINGS)
 
@@ -253,7 +260,14 @@ class SeedDesign:
             # the seed spread is seed_sd halfway between the two sides' rates
             tau = seed_scale(model.seed_sd, model.p0, model.concentration, round(shift / 2, 3))
             p = special.expit(logits + tau * normals + shift * side_b[None, :, None])
-            rates = binomial_counts(p, uniforms, self.samples).mean(axis=2) / self.samples
+            if self.tasks * self.samples >= NORMAL_RATES_FROM:
+                # a seed's rate over many samples: its mean plus normal sampling noise (the binomial draws' cost
+                # without their effect on a test over a handful of seed means)
+                mean = p.mean(axis=2)
+                spread = np.sqrt((p * (1 - p)).mean(axis=2) / (self.tasks * self.samples))
+                rates = mean + spread * noise
+            else:
+                rates = binomial_counts(p, uniforms, self.samples).mean(axis=2) / self.samples
             reject = permutation_p_values(rates, self.n_a, labels) < model.alpha
             better = rates[:, side_b].mean(axis=1) > rates[:, ~side_b].mean(axis=1)
             return float(np.mean(reject & better)), float(np.mean(reject))
@@ -275,8 +289,33 @@ def false_positive_rate(design: Design, model: PowerModel) -> float:
     return design.simulator(model)(0.0)[1]
 
 
-def detectable_gain(design: Design, model: PowerModel) -> Detectable:
-    """The smallest mean gain the design's test detects with the model's power (bisection on the logit shift)."""
+ANALYTIC_SEEDS_FROM = 8
+"""Seeds a side from which the test over seeds is taken at its normal-theory power (Welch's, with t quantiles): its
+permutation distribution is then near-continuous, and simulating it costs seconds per pair."""
+
+
+def _seed_design_analytic(design: SeedDesign, model: PowerModel) -> Detectable:
+    p = model.p0
+    sampling = p * (1 - p) / (design.tasks * design.samples)  # at most, since tasks differ in difficulty
+    sd = math.sqrt(model.seed_sd**2 + sampling)
+    df = design.n_a + design.n_b - 2
+    quantiles = float(special.stdtrit(df, 1 - model.alpha / 2) + special.stdtrit(df, model.power))
+    gain = float(quantiles * sd * math.sqrt(1 / design.n_a + 1 / design.n_b))
+    if gain >= 1 - p:
+        return Detectable(None, 0.0, f"no gain below {100 * (1 - p):.0f} pp reaches {100 * model.power:g}% power")
+    return Detectable(gain, model.power, "normal theory (many seeds a side)")
+
+
+def detectable_gain(design: Design, model: PowerModel, analytic: bool = False) -> Detectable:
+    """The smallest mean gain the design's test detects with the model's power (bisection on the logit shift). A
+    test over seeds is taken at its normal-theory power with many seeds a side, or always with ``analytic`` (what
+    ``harness compare`` uses for its notes: milliseconds instead of a simulation per pair)."""
+    if isinstance(design, SeedDesign) and (analytic or min(design.n_a, design.n_b) >= ANALYTIC_SEEDS_FROM):
+        if design.min_p() >= model.alpha:
+            return Detectable(
+                None, 0.0, f"the test cannot reach p < {model.alpha:g} (its smallest p is {design.min_p():.3g})"
+            )
+        return _seed_design_analytic(design, model)
     if design.min_p() >= model.alpha:
         return Detectable(
             None, 0.0, f"the test cannot reach p < {model.alpha:g} (its smallest p is {design.min_p():.3g})"
@@ -333,8 +372,17 @@ def samples_needed(gain: float, tasks: int, model: PowerModel, limit: int = MAX_
     return _smallest(lambda s: _reaches(PairedDesign(tasks, s), shift, model), 1, limit)
 
 
-def seeds_needed(gain: float, tasks: int, samples: int, model: PowerModel, limit: int = MAX_SEEDS) -> int | None:
-    """The fewest seeds a side with which the permutation test over seeds detects ``gain``."""
+def seeds_needed(
+    gain: float, tasks: int, samples: int, model: PowerModel, limit: int = MAX_SEEDS, analytic: bool = False
+) -> int | None:
+    """The fewest seeds a side with which the permutation test over seeds detects ``gain`` (``analytic``: by its
+    normal-theory power)."""
+    if analytic:
+        for n in range(2, limit + 1):
+            found = detectable_gain(SeedDesign(n, n, tasks, samples), model, analytic=True)
+            if found.gain is not None and found.gain <= gain:
+                return n
+        return None
     shift = shift_for_gain(gain, model, seeds=True)
     if shift is None:
         return None
