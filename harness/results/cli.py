@@ -23,12 +23,16 @@ class OutputFormat(StrEnum):
     """How a command prints its result."""
 
     table = "table"
+    wide = "wide"
     md = "md"
     json = "json"
 
 
 BenchmarkOpt = Annotated[str | None, typer.Option("--benchmark", "-b", help="Only this benchmark.")]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, md (Markdown) or json.")]
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="table (one line per row below 120 columns), wide, md (Markdown) or json."),
+]
 
 
 def results_command(

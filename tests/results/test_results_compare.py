@@ -377,3 +377,28 @@ def test_reproduction_rows_are_not_pooled_into_a_side(tmp_path: Path) -> None:
     assert [r.run_id for r in WorktreeSource(store.root).groups()[("math", "smoke")]] == ["orig"]
     named = compare(RunIdsSource(["orig"], store.root), RunIdsSource(["again"], store.root))
     assert named.pairs[0].mark == "~" and named.pairs[0].n_paired_tasks == 20
+
+
+def test_an_80_column_terminal_gets_one_line_per_run_and_per_pair(repo: Repo) -> None:
+    """Below 120 columns `results` prints a line per run (short id, profile, seed, status, before -> after, commit)
+    and `compare` a line per pair; `--format wide` keeps the full table."""
+    from rich.console import Console
+
+    from harness.results.compare.render import print_comparison, print_runs, short_id
+
+    assert short_id("math-20261203T073813Z-c8c2a1") == "1203T0738-c8c2a1" and short_id("math-a") == "math-a"
+    rows = ResultStore(repo.root).runs()
+    narrow = Console(width=80, record=True)
+    print_runs(rows, "table", narrow)
+    lines = narrow.export_text().splitlines()
+    assert len(lines) == len(rows) + 1 and all(len(line) <= 80 for line in lines[:-1]), lines
+    wide = Console(width=80, record=True)
+    print_runs(rows, "wide", wide)
+    assert "┃" in wide.export_text()  # the table, folded into 80 columns
+    comparison = compare(parse_source("HEAD~1", repo.root), parse_source("HEAD", repo.root))
+    narrow = Console(width=80, record=True)
+    print_comparison(comparison, "table", narrow)
+    text = narrow.export_text()
+    assert "┃" not in text and sum(line[:2] in ("+ ", "- ", "~ ", "x ") for line in text.splitlines()) >= len(
+        comparison.pairs
+    )

@@ -37,7 +37,7 @@ from harness.results.store.codec import OutcomeRecords
 from harness.results.store.schema import RunRow
 from harness.results.store.sources import Source, comparability_key, parse_source
 
-OutputFormat = Literal["table", "md", "json"]
+OutputFormat = Literal["table", "wide", "md", "json"]
 
 
 def _side(label: str, rows: Sequence[RunRow], counts: TaskCounts, confidence: float) -> SideSummary:

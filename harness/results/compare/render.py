@@ -15,7 +15,10 @@ from rich.table import Table
 from harness.results.compare.model import Comparison, PairComparison, SideSummary
 from harness.results.store.schema import RunRow
 
-Format = Literal["table", "md", "json"]
+Format = Literal["table", "wide", "md", "json"]
+WIDE_FROM = 120
+"""Terminal columns from which ``table`` prints the full table; narrower, one line per run or pair (``wide``
+forces the table)."""
 MAX_LISTED_TASKS = 20
 
 
@@ -168,11 +171,34 @@ def comparison_json(c: Comparison) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
+def comparison_lines(c: Comparison) -> list[str]:
+    """The comparison for a narrow terminal: one line per pair (mark, A -> B, B - A and its CI, p), its note on a
+    second line, then the legend's counts."""
+    lines = [f"A = {c.a_label}", f"B = {c.b_label}"]
+    for pair in c.pairs:
+        a = pct(pair.a.pass_rate) if pair.a else "-"
+        b = pct(pair.b.pass_rate) if pair.b else "-"
+        diff = f"{pp(pair.diff)} {ci(pair.diff_ci_low, pair.diff_ci_high)}".strip()
+        lines.append(f"{pair.mark} {pair.benchmark}/{pair.profile}  {a} -> {b}  {diff}  p {p_value(pair.p_value)}")
+        note = _note(pair)
+        if note:
+            lines.append(f"    {note}")
+    lines.append(
+        f"+ improvement, - regression (p < {c.alpha:g}), ~ not significant, x not comparable: {c.regressions} -, "
+        f"{c.improvements} +, {c.not_comparable} x (--format wide: the full table and legend)"
+    )
+    return lines
+
+
 def print_comparison(c: Comparison, fmt: Format, console: Console | None = None) -> None:
     """Print the comparison to stdout (or ``console``) in ``fmt``."""
-    if fmt == "table":
+    if fmt in ("table", "wide"):
         out = console or Console()
-        out.print(comparison_table(c))
+        if fmt == "table" and out.width < WIDE_FROM:
+            for line in comparison_lines(c):
+                out.print(line, markup=False, highlight=False)
+        else:
+            out.print(comparison_table(c))
         for line in task_lines(c):
             out.print(line, markup=False, highlight=False)
     elif fmt == "md":
@@ -212,6 +238,28 @@ def runs_table(rows: Sequence[RunRow], title: str = "runs") -> Table:
     return table
 
 
+def short_id(run_id: str) -> str:
+    """``math-20261203T073813Z-c8c2a1`` -> ``1203T0738-c8c2a1``: month, day, time to the minute, the random suffix."""
+    parts = run_id.split("-")
+    if len(parts) >= 3 and len(parts[-2]) == 16 and parts[-2][8] == "T":
+        stamp = parts[-2]
+        return f"{stamp[4:8]}T{stamp[9:13]}-{parts[-1]}"
+    return run_id
+
+
+def runs_lines(rows: Sequence[RunRow]) -> list[str]:
+    """Runs for a narrow terminal: one line each (short id, profile, seed, status, before -> after, commit)."""
+    lines = []
+    for row in rows:
+        status = {"complete": "ok", "failed": f"failed:{row.failed_phase}", "incomplete": "stopped"}[row.status]
+        commit = row.git_commit[:7] + ("*" if row.git_dirty else "")
+        change = f"{pct(row.pass_before)} -> {pct(row.pass_after)}"
+        lines.append(
+            f"{short_id(row.run_id)}  {row.benchmark}/{row.profile}  s{row.seed}  {status}  {change}  {commit}"
+        )
+    return lines
+
+
 def runs_markdown(rows: Sequence[RunRow]) -> str:
     """Run rows as a Markdown table."""
     return markdown_table(_RUNS_HEADER, [_run_cells(r) for r in rows]) + "\n"
@@ -224,8 +272,15 @@ def runs_json(rows: Sequence[RunRow]) -> str:
 
 def print_runs(rows: Sequence[RunRow], fmt: Format, console: Console | None = None) -> None:
     """Print run rows in ``fmt``."""
-    if fmt == "table":
-        (console or Console()).print(runs_table(rows))
+    if fmt in ("table", "wide"):
+        out = console or Console()
+        if fmt == "table" and out.width < WIDE_FROM:
+            for line in runs_lines(rows):
+                out.print(line, markup=False, highlight=False)
+            if rows:
+                out.print("(before -> after pass rates; * dirty checkout; --format wide: every column)")
+        else:
+            out.print(runs_table(rows))
     elif fmt == "md":
         print(runs_markdown(rows), end="")
     else:
