@@ -57,16 +57,17 @@ beside() {
         exit $rc
     ) >"$log" 2>&1 &
 }
-# The docker tests leave their process idle for minutes before the others are done: the τ² end-to-end run follows
-# them in the same process, so two pytest processes run from start to end (never three: the cores are the limit).
-LATER=tests/test_e2e_tau2.py
-beside "docker tests, then $LATER" "$logdir/docker.log" -m docker "$@" -- "$@" "$LATER"
+# The docker tests leave their process idle for minutes before the others are done: a few long end-to-end files
+# (about 450 s together in CI) follow them in the same process, so two pytest processes run from start to end, both
+# busy until about the same time (never three: the cores are the limit).
+LATER=(tests/test_e2e_tau2.py tests/test_engine_matrix.py tests/test_reproduce.py tests/test_user_simulator_key.py)
+beside "docker tests, then ${LATER[*]}" "$logdir/docker.log" -m docker "$@" -- "$@" "${LATER[@]}"
 docker_pid=$!
 trap 'kill "$docker_pid" 2>/dev/null' EXIT INT TERM
 # The timing-sensitive reliability tests (signals, clean-up deadlines) go last, when the docker tests are done or
 # nearly so; everything else first, in the usual order.
 mapfile -t first < <(find tests -mindepth 1 -maxdepth 1 \( -name 'test_*.py' -o -type d \) ! -name reliability \
-    ! -name __pycache__ ! -path "$LATER" | sort)
+    ! -name __pycache__ | grep -vxF -f <(printf '%s\n' "${LATER[@]}") | sort)
 "$PY" -m pytest -m "not docker" "$@" "${first[@]}" tests/reliability
 rest=$?
 echo "== other tests finished after $(( $(date +%s) - started )) s; waiting for the docker tests"
