@@ -30,6 +30,24 @@ def test_untracked_files_under_benchmarks_make_the_run_dirty(tmp_path: Path) -> 
     assert git_state(tmp_path) == (sha, True)
 
 
+def test_rows_appended_to_the_result_tables_leave_the_run_clean(tmp_path: Path) -> None:
+    """`make bench-math` then `make bench-arith` on a clone: the second run's code is still the commit's."""
+    (tmp_path / "results" / "math").mkdir(parents=True)
+    (tmp_path / "results" / "math" / "runs.csv").write_text("format_version,run_id\n")
+    (tmp_path / "harness.py").write_text("x = 1\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "init")
+    sha, _ = git_state(tmp_path)
+    with (tmp_path / "results" / "math" / "runs.csv").open("a") as table:
+        table.write("1,math-1\n")
+    (tmp_path / "results" / "math" / "manifests").mkdir()
+    (tmp_path / "results" / "math" / "manifests" / "math-1.json").write_text("{}")
+    assert git_state(tmp_path) == (sha, False)
+    (tmp_path / "harness.py").write_text("x = 2\n")
+    assert git_state(tmp_path) == (sha, True)
+
+
 def test_folder_hash_follows_content_and_names_not_caches(tmp_path: Path) -> None:
     (tmp_path / "benchmark.py").write_text("x = 1\n")
     first = folder_hash(tmp_path)

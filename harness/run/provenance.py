@@ -29,13 +29,14 @@ PACKAGES = (
 
 
 def git_state(root: Path = REPO_ROOT) -> tuple[str, bool]:
-    """(commit sha, dirty) of the repository; ("unknown", True) outside a git checkout."""
+    """(commit sha, dirty) of the repository; ("unknown", True) outside a git checkout. The result tables under
+    ``results/`` are what runs write, not what runs: a row appended by an earlier run leaves the next one clean."""
     try:
         sha = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
             capture_output=True,
             text=True,
             check=True,
