@@ -279,9 +279,13 @@ def _choose_backend(requested: str) -> str:
 
 
 def _print_pooled(rows: list[Any]) -> None:
-    """Pool the seeds' outcomes by task: pass rate with an interval clustered by task (as `harness compare`)."""
+    """Pool the seeds' outcomes by task: pass rate with an interval clustered by task (as `harness compare`), then
+    before against after with the seeds as the units (a t-test over each seed's gain)."""
+    from harness.results.compare.compare import compare
+    from harness.results.compare.render import ci, p_value, pp
     from harness.results.stats.aggregate import pool
     from harness.results.stats.summary import summarize_counts
+    from harness.results.store.sources import parse_source
     from harness.results.store.store import ResultStore
 
     store = ResultStore()
@@ -293,6 +297,19 @@ def _print_pooled(rows: list[Any]) -> None:
                 f"{len(rows)} seeds, {phase}: pooled pass@1 {s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] "
                 f"over {s.n_tasks} tasks"
             )
+    if len({row.seed for row in rows}) < 2 or not any(row.train_steps > 0 for row in rows):
+        return
+    ids = ",".join(row.run_id for row in rows)
+    result = compare(parse_source(f"run:{ids}@before"), parse_source(f"run:{ids}@after"))
+    for pair in result.pairs:
+        if pair.units != "seed pairs":
+            continue
+        gains = ", ".join(f"{100 * g:+.1f}" for g in pair.seed_gains)
+        line = f"{len(pair.seed_gains)} seeds, before -> after: {pair.mark} {pp(pair.diff)}"
+        line += f" {ci(pair.diff_ci_low, pair.diff_ci_high)} p {p_value(pair.p_value)}"
+        console.print(f"{line} ({pair.test}; gains {gains} pp)", markup=False)
+        if pair.detectable_note:
+            console.print(f"  {pair.detectable_note}", markup=False)
 
 
 def _register_results() -> None:

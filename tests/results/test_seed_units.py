@@ -12,14 +12,23 @@ import numpy as np
 import pytest
 import typer
 from results_factories import EVAL_ONLY, make_row, outcomes_from, record
-from scipy import special
+from rich.console import Console
+from scipy import optimize, special, stats
 from typer.testing import CliRunner
 
+import harness.cli as harness_cli
 from harness.results.cli import register
 from harness.results.compare.compare import compare
 from harness.results.stats.estimators import paired_test
 from harness.results.stats.power import PowerModel, SeedDesign, detectable_gain, seed_scale, shift_for_gain
-from harness.results.stats.seeds import min_p_value, permutation_test, seed_interval, seed_spread
+from harness.results.stats.seeds import (
+    min_p_value,
+    paired_seed_detectable,
+    paired_seed_test,
+    permutation_test,
+    seed_interval,
+    seed_spread,
+)
 from harness.results.store.sources import parse_source
 from harness.results.store.store import ResultStore
 
@@ -186,3 +195,102 @@ def test_a_not_significant_pair_over_tasks_says_what_it_could_have_told(tmp_path
     assert "Beta" in pair["power_assumptions"]
     text = " ".join(cli(store.root, "compare", "run:e1", "run:e2").split())
     assert f"could not tell below {100 * pair['detectable_gain']:+.1f} pp (80% power)" in text
+
+
+# ------------------------------------------------------------- one group of seeds, before against after training
+
+
+def test_seeds_before_and_after_are_paired_by_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`harness run --seeds 5`'s rows read @before against @after: each seed's gain is a unit (a t-test over the
+    five gains), not the 100 tasks of the pooled models (which would count the seeds' shared luck as signal)."""
+    store = ResultStore(tmp_path / "results")
+    ids = []
+    for seed, after in enumerate((40, 28, 35, 49, 29)):
+        outcomes = outcomes_from(passes(100, 15), phase="before") + outcomes_from(passes(100, after))
+        store.append_run(make_row(f"s{seed}", outcomes, seed=seed, profile="learn-cpu", benchmark="arith"), outcomes)
+        ids.append(f"s{seed}")
+    group = ",".join(ids)
+    data = json.loads(cli(store.root, "compare", f"run:{group}@before", f"run:{group}@after", "--format", "json"))
+    (pair,) = data["pairs"]
+    gains = [0.25, 0.13, 0.20, 0.34, 0.14]
+    expected = stats.ttest_1samp(gains, 0.0)
+    assert pair["units"] == "seed pairs" and pair["seeds_a"] == pair["seeds_b"] == 5 and pair["mark"] == "+"
+    assert pair["seed_gains"] == pytest.approx(gains) and pair["diff"] == pytest.approx(np.mean(gains))
+    assert pair["p_value"] == pytest.approx(expected.pvalue)
+    low, high = expected.confidence_interval(0.95)
+    assert (pair["diff_ci_low"], pair["diff_ci_high"]) == pytest.approx((low, high))
+    text = " ".join(cli(store.root, "compare", f"run:{group}@before", f"run:{group}@after").split())
+    assert "units: training seeds, 5 paired (gains +25.0, +13.0, +20.0, +34.0, +14.0 pp)" in text
+    # two seeds that disagree: not significant, and the note says what it could have told
+    (two,) = compare(parse_source("run:s1,s3@before", store.root), parse_source("run:s1,s3@after", store.root)).pairs
+    assert two.units == "seed pairs" and two.mark == "~" and two.detectable_gain is not None
+    assert "could not tell below" in two.detectable_note and "needs" in two.detectable_note
+    # one seed stays paired over tasks
+    (one,) = compare(parse_source("run:s0@before", store.root), parse_source("run:s0@after", store.root)).pairs
+    assert one.units == "tasks"
+    # and `harness run --seeds 5` prints this test under its pooled lines
+    monkeypatch.setenv("HARNESS_RESULTS", str(store.root))
+    console = Console(record=True, width=200)
+    monkeypatch.setattr(harness_cli, "console", console)
+    harness_cli._print_pooled([store.run("arith", f"s{seed}") for seed in range(5)])
+    printed = console.export_text()
+    assert "5 seeds, after: pooled pass@1 36.2%" in printed
+    assert "5 seeds, before -> after: + +21.2 pp" in printed and "paired t-test over seeds" in printed
+
+
+def _null_shift(before: np.ndarray, churn: float, tau: float, gain: float) -> float:
+    """The logit shift c with which the trained models' expected pass rate over these tasks is the baseline's plus
+    ``gain``: a trained model keeps the baseline's outcome of a task with probability 1 - churn, its seed moves every
+    task's logit by e ~ N(0, tau) (Gauss-Hermite over e)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    weights = weights / weights.sum()
+    base = special.logit(np.where(before, 1 - churn, churn))
+
+    def rate(c: float) -> float:
+        return float(np.mean(special.expit(base[:, None] + c + tau * nodes[None, :]) @ weights))
+
+    return float(optimize.brentq(lambda c: rate(c) - before.mean() - gain, -10, 10))
+
+
+def _trained(rng: np.random.Generator, before: np.ndarray, n: int, churn: float, tau: float, c: float) -> np.ndarray:
+    """Per-task outcomes (n seeds x tasks) of trained models (see :func:`_null_shift`)."""
+    base = special.logit(np.where(before, 1 - churn, churn))
+    effects = tau * rng.standard_normal((n, 1))
+    return rng.binomial(1, special.expit(base[None, :] + c + effects))
+
+
+def _seed_gains(rng: np.random.Generator, before: np.ndarray, n: int, churn: float, tau: float, c: float) -> np.ndarray:
+    return _trained(rng, before, n, churn, tau, c).mean(axis=1) - before.mean()
+
+
+def test_paired_seeds_hold_alpha_and_detect_their_detectable_gain() -> None:
+    """Simulated `--seeds 5` groups on 100 fixed tasks: a greedy baseline's outcomes, trained models that keep 80 %
+    of them and whose seeds shift every task at once (logit sd 0.6). With no gain, the t-test over the seeds' gains
+    rejects at most alpha (the pooled models' test over tasks about four times as often); at the gain it says it
+    detects with 80 % power, it detects it about 80 % of the time."""
+    rng = np.random.default_rng(23)
+    churn, tau, reps = 0.2, 0.6, 2 * REPS
+    seed_hits = task_hits = 0
+    ones = np.ones(100, dtype=int)
+    for i in range(reps):
+        before = rng.random(100) < 0.3
+        after = _trained(rng, before, 5, churn, tau, _null_shift(before, churn, tau, 0.0))
+        seed_hits += paired_seed_test(after.mean(axis=1) - before.mean(), 0.05).p_value < 0.05
+        if i < REPS // 4:  # the pooled models against the baseline over tasks: what compare did before
+            task_hits += paired_test(before.astype(int), ones, after.sum(axis=0), 5 * ones).p_value < 0.05
+    assert seed_hits / reps <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / reps), seed_hits
+    assert task_hits / (REPS // 4) > 0.12, task_hits  # 21 % here, against a nominal 5 %
+    before = rng.random(100) < 0.3
+    gain = 0.0
+    for _ in range(4):  # the gains' sd where the gain is: the detectable gain is where power meets it
+        c = _null_shift(before, churn, tau, gain)
+        sd = float(np.std(_seed_gains(rng, before, 20_000, churn, tau, c), ddof=1))
+        found = paired_seed_detectable(5, sd, 0.05)
+        assert found is not None and 0.05 < found < 0.5
+        gain = found
+    c = _null_shift(before, churn, tau, gain)
+    hits = 0
+    for _ in range(reps):
+        test = paired_seed_test(_seed_gains(rng, before, 5, churn, tau, c), 0.05)
+        hits += test.p_value < 0.05 and test.diff > 0
+    assert 0.72 <= hits / reps <= 0.88, (gain, hits / reps)

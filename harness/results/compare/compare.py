@@ -150,7 +150,11 @@ def compare_pair(
     result.a_paired_pass, result.b_paired_pass = float(pa.means.mean()), float(pb.means.mean())
     result.p_value, result.test = paired.p_value, paired.test
     result.task_p_value = paired.p_value
-    if units.seed_units(a.rows, b.rows, ca, cb):
+    if units.paired_seeds(a.rows, b.rows, ca, cb):
+        ra, rb = records
+        assert ra is not None and rb is not None
+        _by_paired_seeds(result, a, b, ra, rb, alpha)
+    elif units.seed_units(a.rows, b.rows, ca, cb):
         ra, rb = records
         assert ra is not None and rb is not None
         _by_seeds(result, a, b, ra, rb, alpha)
@@ -196,6 +200,34 @@ def _by_seeds(result: PairComparison, a: Side, b: Side, ra: OutcomeRecords, rb: 
     if result.mark == "~":
         recorded = [r for r in a.source.runs(a.rows[0].benchmark) if r.profile == a.rows[0].profile]
         _undetected(result, units.undetected_seeds(seeds, recorded, alpha))
+
+
+def _by_paired_seeds(
+    result: PairComparison, a: Side, b: Side, ra: OutcomeRecords, rb: OutcomeRecords, alpha: float
+) -> None:
+    """The same runs of several seeds in two phases: the t-test over each seed's gain replaces the one over tasks."""
+    found = units.compare_paired_seeds(
+        units.per_seed(a.rows, ra, a.source.phase), units.per_seed(b.rows, rb, b.source.phase), alpha
+    )
+    result.units = "seed pairs"
+    result.seeds_a = result.seeds_b = len({r.seed for r in a.rows})
+    if found is None:
+        result.mark, result.reason = "x", "no task has data in every seed of both sides"
+        return
+    test = found.test
+    result.diff, result.p_value, result.test = test.diff, test.p_value, test.method
+    result.diff_ci_low, result.diff_ci_high = test.interval
+    result.diff_ci_method = "t interval over the seeds' gains"
+    result.seed_gains = list(test.gains)
+    result.mark = _mark(test.p_value, test.diff, alpha)
+    if result.mark == "~":
+        result.seed_sd, result.seeds_needed, result.detectable_gain = test.sd, found.seeds_needed, found.detectable
+        gain = "none" if found.detectable is None else f"{100 * found.detectable:+.1f} pp"
+        note = f"could not tell below {gain} (80% power; the seeds' gains vary by sd {100 * test.sd:.1f} pp)"
+        if found.seeds_needed is not None or abs(test.diff) >= units.MIN_TARGET:
+            need = f"more than {units.MAX_SEEDS}" if found.seeds_needed is None else str(found.seeds_needed)
+            note += f"; telling {100 * abs(test.diff):.1f} pp needs {need} seeds"
+        result.detectable_note = note
 
 
 def _paired_explicitly(

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Mark = Literal["+", "-", "~", "x"]
-Units = Literal["tasks", "seeds"]
+Units = Literal["tasks", "seeds", "seed pairs"]
 
 
 class SideSummary(BaseModel):
@@ -52,12 +52,16 @@ class PairComparison(BaseModel):
     test: str = Field(default="", description="Which test produced p_value.")
     units: Units = Field(
         default="tasks",
-        description="The test's replicates: tasks (paired; one model a side, or untrained evaluations) or training "
-        "seeds (trained models of different runs: a permutation test over the seeds' pass rates).",
+        description="The test's replicates: tasks (paired; one model a side, or untrained evaluations), training "
+        "seeds (trained models of different runs: a permutation test over the seeds' pass rates) or seed pairs (the "
+        "same runs of several seeds before and after training: a t-test over the seeds' gains).",
     )
     seeds_a: int = Field(default=0, description="Distinct training seeds on side A (units seeds).")
     seeds_b: int = Field(default=0, description="Distinct training seeds on side B (units seeds).")
     min_p_value: float | None = Field(default=None, description="The smallest p the test over seeds can give.")
+    seed_gains: list[float] = Field(
+        default_factory=list, description="Units seed pairs: each seed's B - A pass rate, seeds in order."
+    )
     task_p_value: float | None = Field(
         default=None, description="The paired test over tasks: evaluation noise only (p_value itself for tasks)."
     )

@@ -67,6 +67,9 @@ def _note(pair: PairComparison) -> str:
                 "training variance not covered (one training seed on a side); over tasks alone, evaluation noise "
                 f"only, p = {p_value(pair.task_p_value)}",
             )
+    if pair.units == "seed pairs":
+        gains = ", ".join(f"{100 * g:+.1f}" for g in pair.seed_gains)
+        parts.insert(0, f"units: training seeds, {pair.seeds_a} paired (gains {gains} pp)")
     own = [s.n_tasks for s in (pair.a, pair.b) if s is not None]
     if any(n != pair.n_paired_tasks for n in own):
         parts.append(f"on the paired tasks A {pct(pair.a_paired_pass)}, B {pct(pair.b_paired_pass)}")

@@ -38,8 +38,12 @@ from harness.results.stats.power import (
     seeds_needed,
 )
 from harness.results.stats.seeds import (
+    PairedSeedTest,
     SeedTest,
     between_seed_sd,
+    paired_seed_detectable,
+    paired_seed_test,
+    paired_seeds_needed,
     permutation_test,
     sampling_variance,
     seed_interval,
@@ -171,3 +175,36 @@ def undetected_seeds(seeds: SeedComparison, recorded: Sequence[RunRow], alpha: f
     start = min(base, float(np.mean(seeds.b_rates)))
     needed = seeds_needed(target, seeds.tasks, seeds.samples, replace(model, base_rate=start), analytic=True)
     return Undetected(found, model, source, needed, target)
+
+
+def paired_seeds(a_rows: Sequence[RunRow], b_rows: Sequence[RunRow], a: TaskCounts, b: TaskCounts) -> bool:
+    """Whether a pair is the same runs of several seeds read in two phases, one of them trained
+    (``run:IDS@before`` against ``run:IDS@after``): each seed is paired with itself."""
+    same = {r.run_id for r in a_rows} == {r.run_id for r in b_rows}
+    return same and len({r.seed for r in a_rows}) >= 2 and (trained(a_rows, a) or trained(b_rows, b))
+
+
+@dataclass(frozen=True)
+class PairedSeeds:
+    """The paired test over seeds of one pair, and what a ``~`` could have told."""
+
+    test: PairedSeedTest
+    tasks: int
+    detectable: float | None
+    seeds_needed: int | None
+
+
+def compare_paired_seeds(a: list[TaskCounts], b: list[TaskCounts], alpha: float) -> PairedSeeds | None:
+    """Each seed's B - A pass rate over the tasks every seed has in both phases (None: no such task)."""
+    common = sorted(set.intersection(*(set(c.task_ids) for c in a + b)))
+    if not common:
+        return None
+    rate = [float(c.select(common).means.mean()) for c in a + b]
+    gains = [after - before for before, after in zip(rate[: len(a)], rate[len(a) :], strict=True)]
+    test = paired_seed_test(gains, alpha)
+    detectable = needed = None
+    if test.p_value >= alpha:
+        detectable = paired_seed_detectable(len(gains), test.sd, alpha)
+        if abs(test.diff) >= MIN_TARGET:
+            needed = paired_seeds_needed(test.diff, test.sd, alpha, MAX_SEEDS)
+    return PairedSeeds(test, len(common), detectable, needed)

@@ -17,7 +17,9 @@ is one observation, and:
   and data, less the sampling variance r (1 - r) / (tasks x samples) each rate has with training fixed.
 
 Seeds are not paired across sides: the same seed number under other code or another profile draws other training
-randomness, and a sign-flip over 5 seed pairs could not go below p = 0.0625 anyway.
+randomness, and a sign-flip over 5 seed pairs could not go below p = 0.0625 anyway. The one pairing that holds is a
+run with itself: the same runs read before and after training (``run:IDS@before`` against ``run:IDS@after``, the
+pooled line of ``harness run --seeds N``) are tested by :func:`paired_seed_test`, a t-test over the seeds' gains.
 """
 
 from __future__ import annotations
@@ -209,3 +211,72 @@ def seed_spread(rows: Sequence[RunRow]) -> SeedSpread | None:
     if sd is None:
         return None
     return SeedSpread(sd, sum(len(g) for g in rates), len(rates), tuple(runs))
+
+
+# ------------------------------------------------------------------ seeds paired by run: one run read in two phases
+
+
+@dataclass(frozen=True)
+class PairedSeedTest:
+    """The t-test over training seeds paired by run: each seed's B - A pass rate, where both sides are the same runs
+    read in two phases (``run:IDS@before`` against ``run:IDS@after``).
+
+    The gains are the units: a seed's before and after come from one run, so the pairs are independent replicates of
+    the recipe's effect, and a seed's pass rate (a mean over the tasks) is close to normal. A sign-flip test over
+    the gains would be exact without that assumption, but its smallest p is 2 / 2^n: 0.0625 with 5 seeds, never
+    significant at 0.05 below 6; the t-test reaches it from 3.
+    """
+
+    gains: tuple[float, ...]
+    diff: float
+    sd: float
+    p_value: float
+    interval: tuple[float, float]
+    method: str = "paired t-test over seeds"
+
+
+def paired_seed_test(gains: Sequence[float], alpha: float) -> PairedSeedTest:
+    """Two-sided one-sample t-test of the seeds' gains against 0, and its 1 - alpha interval."""
+    from scipy import stats  # a second's import, only when seeds are compared
+
+    d = np.asarray(gains, dtype=float)
+    if d.size < 2:
+        raise ValueError("the paired test over seeds needs at least two seeds")
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if sd <= _TOLERANCE:  # every seed gained exactly the same
+        return PairedSeedTest(tuple(d.tolist()), mean, 0.0, 1.0 if abs(mean) <= _TOLERANCE else 0.0, (mean, mean))
+    se = sd / math.sqrt(d.size)
+    p = float(2 * stats.t.sf(abs(mean) / se, d.size - 1))
+    half = float(stats.t.ppf(1 - alpha / 2, d.size - 1)) * se
+    return PairedSeedTest(tuple(d.tolist()), mean, sd, p, (mean - half, mean + half))
+
+
+def paired_seed_detectable(n: int, sd: float, alpha: float, power: float = 0.8) -> float | None:
+    """The smallest mean gain the paired t-test over ``n`` seeds detects with ``power``, the gains' sd being ``sd``
+    (noncentral t). None below two seeds; 0 when the gains do not vary."""
+    from scipy import optimize, stats
+
+    if n < 2:
+        return None
+    if sd <= _TOLERANCE:
+        return 0.0
+    df = n - 1
+    critical = float(stats.t.ppf(1 - alpha / 2, df))
+
+    def shortfall(nc: float) -> float:
+        wrong_side = float(np.nan_to_num(stats.nct.cdf(-critical, df, nc)))  # negligible, and NaN where tiny
+        return float(stats.nct.sf(critical, df, nc)) + wrong_side - power
+
+    high = 4.0
+    while shortfall(high) < 0:  # the noncentral t's tail is finite well past any power asked for
+        high *= 2
+    return float(optimize.brentq(shortfall, 0.0, high)) * sd / math.sqrt(n)
+
+
+def paired_seeds_needed(gain: float, sd: float, alpha: float, limit: int, power: float = 0.8) -> int | None:
+    """The fewest seeds with which the paired t-test detects ``gain`` (None: more than ``limit``)."""
+    for n in range(2, limit + 1):
+        found = paired_seed_detectable(n, sd, alpha, power)
+        if found is not None and found <= abs(gain):
+            return n
+    return None
