@@ -18,6 +18,7 @@
 #   HARNESS_PIP_CONF        a pip.conf for the build (a secret: put index credentials here, not in build args)
 #   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL   passed as build arguments (recorded in the image history: no credentials)
 #   HARNESS_BUILD_CACHE_KEEP  BuildKit cache kept after a build (default 20GB: the GPU image's environment layers; the rest is pruned)
+#   HARNESS_BUILD_NO_CACHE  set: build every layer again, existing tags too (bench/image_disk.py measures so)
 #   HARNESS_WHEELHOUSE      folder(s) (:-separated) searched for the pinned CPU torch wheel; default: pip's
 #                           find-links. Wheels in docker/context/wheels/ (git-ignored) are always added.
 set -euo pipefail
@@ -149,7 +150,7 @@ for image in "${images[@]}"; do
     tag="harness-$image:$hash"
     tags+=("$tag")
     if [ "$tags_only" = 1 ]; then continue; fi
-    if docker image inspect "$tag" >/dev/null 2>&1; then
+    if [ -z "${HARNESS_BUILD_NO_CACHE:-}" ] && docker image inspect "$tag" >/dev/null 2>&1; then
         log "$tag exists, not rebuilt"
         docker tag "$tag" "harness-$image:latest"
         continue
@@ -157,6 +158,7 @@ for image in "${images[@]}"; do
     args=(--file "$ctx/Dockerfile" --tag "$tag" --tag "harness-$image:latest" --progress=plain
           --label "io.harness.content-hash=$hash")
     [ -n "$base" ] && args+=(--build-arg "BASE_IMAGE=$base")
+    [ -n "${HARNESS_BUILD_NO_CACHE:-}" ] && args+=(--no-cache)
     for var in PIP_INDEX_URL PIP_EXTRA_INDEX_URL; do
         [ -n "${!var:-}" ] && args+=(--build-arg "$var=${!var}")
     done
