@@ -224,7 +224,7 @@ class PairedSeedTest:
     The gains are the units: a seed's before and after come from one run, so the pairs are independent replicates of
     the recipe's effect, and a seed's pass rate (a mean over the tasks) is close to normal. A sign-flip test over
     the gains would be exact without that assumption, but its smallest p is 2 / 2^n: 0.0625 with 5 seeds, never
-    significant at 0.05 below 6; the t-test reaches it from 3.
+    significant at 0.05 below 6; the t-test can reach it with 2 seeds whose gains nearly agree.
     """
 
     gains: tuple[float, ...]
