@@ -81,6 +81,9 @@ def test_harness_run_picks_what_this_machine_has_and_uses_it(smoke_model: Path, 
     tags = checkout_tags()
     env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_CPU_IMAGE", "HARNESS_CALCULATOR_IMAGE")}
     has_docker = engine_answers() and tags is not None and all(image_exists(t) for t in tags)
+    if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
+        # CI provides the engine and this checkout's images: auto must pick docker; a probe that failed is the fault
+        assert has_docker, "HARNESS_REQUIRE_DOCKER=1 but the engine or this checkout's images did not answer"
     expected = "docker" if has_docker else "local"
     env.update(
         HARNESS_RESULTS=str(tmp_path / "results"), HARNESS_ARTIFACTS=str(tmp_path / "artifacts"), PYTHONPATH=str(REPO)
