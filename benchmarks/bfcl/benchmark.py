@@ -1,0 +1,151 @@
+"""The Berkeley Function Calling Leaderboard (BFCL v4), single-turn categories, scored by BFCL's own checker.
+
+Each task is one row of a category file of the ``bfcl-eval`` package: a question and the function definitions the
+model may call. The model answers once. In ``prompt`` mode it sees BFCL's own system prompt listing the functions
+and writes the calls as Python text (``[func(a=1)]``); in ``fc`` mode the functions reach it as tools in the served
+model's own tool-call format. The verdict is BFCL's: its eval runner's per-entry functions, with the handler of the
+mode, in its own environment (``checker.py``). A prompt-mode reply whose arguments are not literals never reaches
+the checker (``literal.py``): it is a failed sample, and the episode says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.assets.data import fetch_file, read_jsonl
+from harness.errors import SpecError
+from harness.rollout import Episode, RolloutContext, SingleTurnBenchmark, Task, load_module, register_benchmark
+from harness.spec.schema import DatasetFile
+
+_literal = load_module(Path(__file__).with_name("literal.py"), "harness_benchmark_bfcl_literal")
+_checker = load_module(Path(__file__).with_name("checker.py"), "harness_benchmark_bfcl_checker")
+
+
+class BfclOptions(BaseModel):
+    """``agent.options`` of the bfcl spec."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["prompt", "fc"] = Field(
+        "prompt", description="prompt: calls written as Python text, BFCL's decoder; fc: the served model's tool calls."
+    )
+    answers: dict[str, DatasetFile] = Field(
+        default_factory=dict, description="Category -> its possible-answer file (path in the package, sha256)."
+    )
+
+
+def category_of(task_id: str) -> str:
+    """``simple_python_12`` -> ``simple_python`` (BFCL's ids are ``<category>_<index>``)."""
+    return task_id.rsplit("_", 1)[0]
+
+
+@register_benchmark
+class Bfcl(SingleTurnBenchmark):
+    name = "bfcl"
+
+    def __init__(self, spec: Any, folder: Path) -> None:
+        super().__init__(spec, folder)
+        try:
+            self.options = BfclOptions.model_validate(spec.agent.options)
+        except ValueError as exc:
+            raise SpecError(f"{folder / 'spec.yaml'}: agent.options: {str(exc).splitlines()[-2].strip()}") from None
+        self._answers: dict[str, dict[str, Any]] = {}
+        self._prepared: dict[str, dict[str, Any]] = {}
+
+    # -- tasks ---------------------------------------------------------------------------------------------------
+    def _answers_of(self, category: str) -> dict[str, Any]:
+        if category not in self._answers:
+            pin = self.options.answers.get(category)
+            if pin is None:
+                if "relevance" in category:  # (ir)relevance: the verdict is whether the reply calls anything
+                    self._answers[category] = {}
+                    return self._answers[category]
+                raise SpecError(f"bfcl: no possible-answer file for category {category!r} in agent.options.answers")
+            resolved = fetch_file(self.spec.dataset, f"{category}:answers", pin)
+            self._answers[category] = {row["id"]: row["ground_truth"] for row in read_jsonl(resolved.path)}
+        return self._answers[category]
+
+    def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
+        tasks = []
+        for row in rows:
+            task_id = str(row["id"])
+            answers = self._answers_of(category_of(task_id))
+            if answers and task_id not in answers:
+                raise SpecError(f"bfcl: task {task_id} has no possible answer in its category's file")
+            question = row["question"][0][-1]["content"] if row.get("question") else ""
+            truth = answers.get(task_id)
+            tasks.append(Task(id=task_id, prompt=question, answer="" if truth is None else json.dumps(truth), data=row))
+        return tasks
+
+    def prepared(self, task: Task) -> dict[str, Any]:
+        """The task through BFCL's loader and handler: ``entry``, ``messages`` and (fc mode) ``tools``."""
+        if task.id not in self._prepared:
+            self._prepared[task.id] = _checker.shared_checker().prepare(task.data, self.options.mode)
+        return self._prepared[task.id]
+
+    # -- scoring -------------------------------------------------------------------------------------------------
+    def verdict(self, output: Any, task: Task) -> dict[str, Any]:
+        """BFCL's verdict on ``output`` (prompt mode: the reply's text; fc mode: ``[{name: arguments}]`` or the
+        reply's text when it made no call), with ``refused`` set when the harness kept it from the checker."""
+        if self.options.mode == "prompt":
+            why = _literal.refusal(output)
+            if why is not None:
+                return {"valid": False, "error_type": "harness:refused", "error": why, "refused": why}
+        answer = json.loads(task.answer) if task.answer else None
+        return _checker.shared_checker().check(self.prepared(task)["entry"], answer, self.options.mode, output)
+
+    def score(self, text: str, task: Task) -> float:
+        return float(self.verdict(text, task)["valid"])
+
+    def training_prompt(self, task: Task) -> list[dict[str, str]]:
+        return [{"role": m["role"], "content": m["content"]} for m in self.prepared(task)["messages"]]
+
+    async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
+        prepared = await asyncio.to_thread(self.prepared, task)
+        messages = self.training_prompt(task)
+        extra: dict[str, Any] = {"tools": prepared["tools"]} if self.options.mode == "fc" and prepared["tools"] else {}
+        started = time.perf_counter()
+        response = await ctx.client.chat.completions.create(
+            model=ctx.model,
+            messages=messages,
+            temperature=ctx.temperature,
+            max_tokens=ctx.max_tokens,
+            seed=ctx.seed,
+            timeout=ctx.request_timeout_s,
+            **extra,
+        )
+        latency = time.perf_counter() - started
+        message = response.choices[0].message if response.choices else None
+        text = (message.content or "") if message else ""
+        calls = list(message.tool_calls or []) if message else []
+        output: Any = text
+        if self.options.mode == "fc" and calls:
+            output = [{c.function.name: c.function.arguments} for c in calls]
+        verdict = await asyncio.to_thread(self.verdict, output, task)
+        reward = float(verdict["valid"])
+        usage = response.usage
+        reply: dict[str, Any] = {"role": "assistant", "text": text}
+        if calls:
+            reply["tool_calls"] = [{"name": c.function.name, "arguments": c.function.arguments} for c in calls]
+        info = {"category": category_of(task.id), "error_type": verdict.get("error_type", "")}
+        if verdict.get("refused"):
+            info["refused"] = verdict["refused"]
+        return Episode(
+            task_id=task.id,
+            reward=reward,
+            passed=self.passed(reward),
+            answer=json.dumps(output) if not isinstance(output, str) else output,
+            messages=[*({"role": m["role"], "text": m["content"]} for m in messages), reply],
+            turns=1,
+            tool_calls=len(calls),
+            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
+            completion_tokens=int(usage.completion_tokens) if usage else 0,
+            latency_s=latency,
+            info=info,
+        )

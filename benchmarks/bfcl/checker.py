@@ -1,0 +1,133 @@
+"""BFCL's checker as a child process in its own environment (``.venvs/bfcl``, ``HARNESS_ENV_BFCL``).
+
+bfcl-eval pins numpy 1.26.4 and its checker imports every provider SDK (requirements/bfcl.in), so it does not run
+in the harness's environment. The child (``child.py``) runs without network where the system allows, under an
+address-space limit, in a scratch directory, with an environment holding no keys of the caller; each request has a
+time limit, and a child that exceeds it is killed and replaced. One child serves a process (the evaluation's
+rollouts and a trainer's reward calls); requests are answered one at a time.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import selectors
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.paths import env_python
+from harness.tools.servers import no_network_prefix, server_env
+
+CHILD = Path(__file__).with_name("child.py")
+MEMORY_BYTES = 4 << 30
+START_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+class CheckerError(RuntimeError):
+    """The checker child failed (not a verdict on a model's output)."""
+
+
+class Checker:
+    """A running checker child; :meth:`prepare` and :meth:`check` are thread-safe."""
+
+    def __init__(self, python: Path | None = None) -> None:
+        self._python = python or env_python("bfcl")
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+
+    def _start(self) -> subprocess.Popen[str]:
+        if not self._python.exists():
+            raise HarnessError(f"BFCL checker: environment not found at {self._python.parent.parent} (run `make env`)")
+        self._scratch = tempfile.TemporaryDirectory(prefix="bfcl-checker-")
+        cmd = [str(self._python), "-I", str(CHILD)]
+        prlimit = shutil.which("prlimit")
+        if prlimit:
+            cmd = [prlimit, f"--as={MEMORY_BYTES}", "--core=0", "--", *cmd]
+        env = {**server_env(), "HOME": self._scratch.name}
+        proc = subprocess.Popen(
+            [*no_network_prefix(), *cmd],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=self._scratch.name,
+            env=env,
+        )
+        self._proc = proc
+        hello = self._read(proc, START_TIMEOUT_S)
+        if not hello.get("ready"):
+            raise CheckerError(f"BFCL checker did not start: {hello}")
+        return proc
+
+    def _read(self, proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
+        assert proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout):
+                self._kill()
+                raise CheckerError(f"BFCL checker gave no answer within {timeout:.0f} s (killed)")
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read()[-2000:] if proc.stderr else ""
+            self._kill()
+            raise CheckerError(f"BFCL checker exited: {err.strip().splitlines()[-1:] or 'no output'}")
+        return json.loads(line)
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+    def request(self, payload: dict[str, Any], timeout: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
+        with self._lock:
+            proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(payload) + "\n")
+            proc.stdin.flush()
+            reply = self._read(proc, timeout)
+        if "failure" in reply:
+            raise CheckerError(f"BFCL checker: {reply['failure']}")
+        return reply
+
+    def prepare(self, entry: dict[str, Any], mode: str) -> dict[str, Any]:
+        """The row as BFCL's loader leaves it, with the messages (and, in fc mode, the tools) its handler sends."""
+        return self.request({"op": "prepare", "entry": entry, "mode": mode})
+
+    def check(self, entry: dict[str, Any], answer: Any, mode: str, output: Any) -> dict[str, Any]:
+        """BFCL's verdict on one output: ``{"valid": bool, "error_type": str, "error": ...}``."""
+        return self.request({"op": "check", "entry": entry, "answer": answer, "mode": mode, "output": output})
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None and self._proc.stdin is not None:
+                self._proc.stdin.close()
+                try:
+                    self._proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+            self._kill()
+
+
+_shared: Checker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_checker() -> Checker:
+    """This process's checker child (started on first use, stopped at exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Checker()
+            atexit.register(_shared.close)
+        return _shared
