@@ -1,0 +1,254 @@
+"""BFCL: the harness's verdicts are BFCL's own, and model text that BFCL's decoder would evaluate never reaches it.
+
+Everything here runs the real bfcl-eval package in its environment (``.venvs/bfcl``): the checker child the
+benchmark uses, and, for the agreement test, BFCL's own file runners (``ast_file_runner``,
+``relevance_file_runner``) over BFCL's own loaders, as its eval runner calls them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.assets.data import load_split
+from harness.paths import env_python
+from harness.rollout import Task
+from harness.rollout.loading import open_benchmark
+
+REPO = Path(__file__).resolve().parents[1]
+BFCL_PYTHON = env_python("bfcl")
+
+pytestmark = pytest.mark.skipif(not BFCL_PYTHON.exists(), reason="the BFCL environment is missing (run `make env`)")
+
+# What BFCL's decoder would evaluate (argument values that are arithmetic or lambdas), with what they would do.
+HOSTILE = {
+    "shell": "calculate_triangle_area(base=__import__('os').system('touch {marker}') + 10, height=5)",
+    "file write": "calculate_triangle_area(base=len(open('{marker}', 'w').write('x') * 'ab') + 1, height=5)",
+    "attribute walk": "calculate_triangle_area(base=[c for c in ().__class__.__base__.__subclasses__()] + [], h=5)",
+    "infinite loop": "calculate_triangle_area(base=[x for x in iter(int, 1)] + [], height=5)",
+    "huge allocation": "calculate_triangle_area(base=' ' * 10 ** 12 + '', height=5)",
+    "lambda": "calculate_triangle_area(base=lambda: __import__('os').system('touch {marker}'), height=5)",
+    "behind a call": "[calculate_triangle_area(base=10, height=5), f(x=__import__('os').system('touch {marker}') + 1)]",
+}
+
+
+@pytest.fixture(scope="module")
+def bench() -> Any:
+    _spec, benchmark, _path = open_benchmark("bfcl")
+    return benchmark
+
+
+def tasks_of(bench: Any, split: str, n: int | None = None) -> list[Task]:
+    rows, _ = load_split(bench.spec.dataset, split)
+    return bench.tasks(rows[:n] if n else rows)
+
+
+def call_text(calls: list[dict[str, dict[str, Any]]]) -> str:
+    parts = []
+    for call in calls:
+        ((name, args),) = call.items()
+        parts.append(f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})")
+    return "[" + ", ".join(parts) + "]"
+
+
+def right_calls(truth: list[dict[str, dict[str, list[Any]]]]) -> list[dict[str, dict[str, Any]]]:
+    """One right answer from BFCL's possible answers: the first allowed value of each parameter (``""`` = omit)."""
+    out = []
+    for call in truth:
+        ((name, params),) = call.items()
+        out.append({name: {k: v[0] for k, v in params.items() if v and v[0] != ""}})
+    return out
+
+
+def wrong_calls(calls: list[dict[str, dict[str, Any]]], kind: int) -> str:
+    """A wrong answer of one of five kinds (all plain calls with literal arguments, or prose)."""
+    calls = json.loads(json.dumps(calls))
+    ((name, args),) = calls[0].items()
+    if kind == 0 and args:  # a wrong value
+        key = next(iter(args))
+        value = args[key]
+        args[key] = value + 1000 if isinstance(value, int | float) and not isinstance(value, bool) else "zz-wrong"
+    elif kind == 1 and args:  # a parameter missing
+        args.pop(next(iter(args)))
+    elif kind == 2:  # a function that is not offered
+        calls[0] = {name + "_other": args}
+    elif kind == 3:
+        return "I am sorry, I cannot call any function for this."
+    else:  # one call too many
+        calls.append(calls[0])
+    return call_text(calls)
+
+
+def reference_verdicts(outputs: dict[str, list[dict[str, Any]]], mode: str, score_dir: Path) -> dict[str, bool]:
+    """BFCL's own verdicts: its loaders, its handler for the mode, its file runners, its score files."""
+    script = r"""
+import json, os, sys
+from pathlib import Path
+os.environ.setdefault("OPENAI_API_KEY", "unused")
+from bfcl_eval.eval_checker import eval_runner
+from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry, load_file
+outputs, mode, score_dir = json.load(open(sys.argv[1])), sys.argv[2], Path(sys.argv[3])
+registry = {"prompt": "gpt-4o-2024-11-20", "fc": "gpt-4o-2024-11-20-FC"}[mode]
+handler = eval_runner.get_handler(registry)
+verdicts = {}
+for category, results in outputs.items():
+    ids = [r["id"] for r in results]
+    prompts = {e["id"]: e for e in load_dataset_entry(category)}
+    prompt = [prompts[i] for i in ids]
+    if "irrelevance" in category:
+        eval_runner.relevance_file_runner(handler, results, prompt, registry, category, score_dir)
+    else:
+        truths = {e["id"]: e for e in load_ground_truth_entry(category)}
+        eval_runner.ast_file_runner(handler, results, prompt, [truths[i] for i in ids], category, registry, score_dir)
+    (score,) = list(score_dir.rglob(f"*_{category}_score.json"))
+    failed = {e["id"] for e in load_file(score)[1:]}
+    score.unlink()
+    verdicts.update({i: i not in failed for i in ids})
+print(json.dumps(verdicts))
+"""
+    score_dir.mkdir(parents=True, exist_ok=True)
+    (score_dir / "outputs.json").write_text(json.dumps(outputs))
+    proc = subprocess.run(
+        [str(BFCL_PYTHON), "-c", script, str(score_dir / "outputs.json"), mode, str(score_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=score_dir,
+        env={**os.environ, "OPENAI_API_KEY": "unused"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_hostile_replies_are_refused_and_never_run(bench: Any, tmp_path: Path) -> None:
+    """Each hostile reply is refused (a failed sample, with the reason) and nothing of it runs; BFCL's own decoder,
+    given the first one directly, does run it, so the refusal is what keeps it out."""
+    (task,) = tasks_of(bench, "simple_python", 1)
+    for name, template in HOSTILE.items():
+        marker = tmp_path / f"ran-{name.replace(' ', '-')}"
+        verdict = bench.verdict(template.format(marker=marker), task)
+        assert verdict["valid"] is False and verdict.get("refused"), (name, verdict)
+        assert not marker.exists(), name
+    marker = tmp_path / "bfcl-decoder-ran-it"
+    probe = "from bfcl_eval.model_handler.utils import default_decode_ast_prompting as d; import sys; d(sys.argv[1])"
+    subprocess.run(
+        [str(BFCL_PYTHON), "-c", probe, HOSTILE["shell"].format(marker=marker)], capture_output=True, timeout=120
+    )
+    assert marker.exists(), "BFCL's decoder evaluates arithmetic arguments: the hostile reply is a real danger"
+
+
+def test_right_and_wrong_replies_get_bfcls_verdicts(bench: Any) -> None:
+    (task,) = tasks_of(bench, "simple_python", 1)  # calculate_triangle_area(base=10, height=5)
+    assert bench.score("[calculate_triangle_area(base=10, height=5)]", task) == 1.0
+    assert bench.score("calculate_triangle_area(base=10, height=5, unit='units')", task) == 1.0
+    assert bench.score("[calculate_triangle_area(base=11, height=5)]", task) == 0.0
+    wrong = bench.verdict("The area is 25.", task)
+    assert wrong["valid"] is False and wrong["error_type"] == "ast_decoder:decoder_failed"
+    (irrelevant,) = tasks_of(bench, "irrelevance", 1)
+    assert bench.score("I cannot answer that with these functions.", irrelevant) == 1.0
+    assert bench.score("[determine_body_mass_index(weight=10.0, height=5.0)]", irrelevant) == 0.0
+
+
+def test_fc_mode_sends_bfcls_tools_and_checks_tool_calls(bench: Any) -> None:
+    task = tasks_of(bench, "simple_python", 2)[1]  # math.factorial(number=5)
+    bench.options = bench.options.model_copy(update={"mode": "fc"})
+    bench._prepared.clear()
+    try:
+        (tool,) = bench.prepared(task)["tools"]
+        assert tool["type"] == "function" and tool["function"]["name"] == "math_factorial"  # dots sent as "_"
+        assert bench.verdict([{"math_factorial": '{"number": 5}'}], task)["valid"] is True
+        assert bench.verdict([{"math_factorial": '{"number": 6}'}], task)["valid"] is False
+        assert bench.verdict("The factorial is 120.", task)["valid"] is False
+    finally:
+        bench.options = bench.options.model_copy(update={"mode": "prompt"})
+        bench._prepared.clear()
+
+
+def test_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> None:
+    """Over 400 outputs of five categories, right and wrong, the harness's verdict equals BFCL's file runner's for
+    every output made of plain calls with literal arguments; only the planted non-literal ones are refused."""
+    per_category = {"simple_python": 60, "multiple": 30, "parallel": 30, "parallel_multiple": 30, "irrelevance": 50}
+    rounds: list[dict[str, list[dict[str, Any]]]] = [{}, {}]
+    tasks: dict[str, Task] = {}
+    for category, n in per_category.items():
+        for i, task in enumerate(tasks_of(bench, category, n)):
+            tasks[task.id] = task
+            if category == "irrelevance":
+                function = task.data["function"][0]
+                args = {p: 1 for p in function["parameters"].get("required", [])}
+                right, wrong = "No function here fits the question.", call_text([{function["name"]: args}])
+            else:
+                calls = right_calls(json.loads(task.answer))
+                right, wrong = call_text(calls), wrong_calls(calls, i % 5)
+                if i % 10 == 9:  # a non-literal argument: refused by the harness, excluded from the comparison
+                    wrong = wrong.replace("(", "(zz=1 + 1, ", 1) if "(" in wrong else wrong
+            rounds[0].setdefault(category, []).append({"id": task.id, "result": right})
+            rounds[1].setdefault(category, []).append({"id": task.id, "result": wrong})
+    compared = refused = 0
+    disagreements = []
+    passed = {True: 0, False: 0}
+    for n, outputs in enumerate(rounds):
+        expected = reference_verdicts(outputs, "prompt", tmp_path / f"round{n}")
+        for results in outputs.values():
+            for result in results:
+                verdict = bench.verdict(result["result"], tasks[result["id"]])
+                if verdict.get("refused"):
+                    refused += 1
+                    continue
+                compared += 1
+                passed[verdict["valid"]] += 1
+                if verdict["valid"] != expected[result["id"]]:
+                    disagreements.append((result["id"], result["result"], verdict, expected[result["id"]]))
+    assert not disagreements, disagreements[:5]
+    assert compared >= 200 and passed[True] >= 100 and passed[False] >= 100, (compared, passed)
+    assert refused == sum(n // 10 for c, n in per_category.items() if c != "irrelevance")
+
+
+def test_fc_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> None:
+    tasks = tasks_of(bench, "simple_python", 40)
+    outputs = []
+    for i, task in enumerate(tasks):
+        ((name, args),) = right_calls(json.loads(task.answer))[0].items()
+        if i % 2:
+            key = next(iter(args), None)
+            if key is not None:
+                args[key] = "zz-wrong"
+        outputs.append({"id": task.id, "result": [{name.replace(".", "_"): json.dumps(args)}]})
+    expected = reference_verdicts({"simple_python": outputs}, "fc", tmp_path)
+    bench.options = bench.options.model_copy(update={"mode": "fc"})
+    bench._prepared.clear()
+    try:
+        by_id = {t.id: t for t in tasks}
+        got = {o["id"]: bench.verdict(o["result"], by_id[o["id"]])["valid"] for o in outputs}
+    finally:
+        bench.options = bench.options.model_copy(update={"mode": "prompt"})
+        bench._prepared.clear()
+    assert got == expected
+    assert 10 <= sum(got.values()) <= 30
+
+
+@pytest.mark.slow
+def test_bfcl_run_end_to_end(smoke_model: Path, tmp_path: Path) -> None:
+    """`harness run bfcl --eval-only` with the served embedded model: a row, every episode scored by the checker."""
+    env = {**os.environ, "HARNESS_RESULTS": str(tmp_path / "results"), "HARNESS_ARTIFACTS": str(tmp_path / "a")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "bfcl", "--eval-only", "--limit", "4", "--backend", "local"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (rollouts,) = list((tmp_path / "a").rglob("rollouts-after.jsonl"))
+    episodes = [json.loads(line) for line in rollouts.read_text().splitlines()]
+    assert len(episodes) == 4
+    assert all(e["info"]["category"] == "simple_python" for e in episodes)
+    assert all(e["passed"] or e["info"]["error_type"] for e in episodes)  # a failed sample says why
+    assert (tmp_path / "results" / "bfcl" / "runs.csv").exists()
