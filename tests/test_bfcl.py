@@ -18,7 +18,7 @@ import pytest
 
 from harness.assets.data import load_split
 from harness.paths import env_python
-from harness.rollout import Task
+from harness.rollout import Episode, Task
 from harness.rollout.loading import open_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,6 +150,15 @@ def test_right_and_wrong_replies_get_bfcls_verdicts(bench: Any) -> None:
     assert bench.score("[calculate_triangle_area(base=11, height=5)]", task) == 0.0
     wrong = bench.verdict("The area is 25.", task)
     assert wrong["valid"] is False and wrong["error_type"] == "ast_decoder:decoder_failed"
+
+    def episode(text: str) -> Episode:
+        return Episode(task.id, reward=0.0, passed=False, messages=[{"role": "assistant", "text": text}])
+
+    shaped = {
+        text: bench.shaping(episode(text), task)
+        for text in ("Use calculate_triangle_area with base 10.", "[calculate_triangle_area(base=1, height=1)]", "25")
+    }
+    assert [tuple(v.values()) for v in shaped.values()] == [(1.0, 0.0), (1.0, 1.0), (0.0, 0.0)]
     (irrelevant,) = tasks_of(bench, "irrelevance", 1)
     assert bench.score("I cannot answer that with these functions.", irrelevant) == 1.0
     assert bench.score("[determine_body_mass_index(weight=10.0, height=5.0)]", irrelevant) == 0.0

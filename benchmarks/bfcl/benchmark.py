@@ -48,6 +48,7 @@ def category_of(task_id: str) -> str:
 @register_benchmark
 class Bfcl(SingleTurnBenchmark):
     name = "bfcl"
+    shaping_terms = ("names_function", "decodes")
 
     def __init__(self, spec: Any, folder: Path) -> None:
         super().__init__(spec, folder)
@@ -57,6 +58,7 @@ class Bfcl(SingleTurnBenchmark):
             raise SpecError(f"{folder / 'spec.yaml'}: agent.options: {str(exc).splitlines()[-2].strip()}") from None
         self._answers: dict[str, dict[str, Any]] = {}
         self._prepared: dict[str, dict[str, Any]] = {}
+        self._verdicts: dict[tuple[str, str], dict[str, Any]] = {}
 
     # -- tasks ---------------------------------------------------------------------------------------------------
     def _answers_of(self, category: str) -> dict[str, Any]:
@@ -100,8 +102,29 @@ class Bfcl(SingleTurnBenchmark):
         answer = json.loads(task.answer) if task.answer else None
         return _checker.shared_checker().check(self.prepared(task)["entry"], answer, self.options.mode, output)
 
+    def _text_verdict(self, text: str, task: Task) -> dict[str, Any]:
+        """:meth:`verdict` of a reply's text, remembered (a trainer asks for the score and each shaping term)."""
+        key = (task.id, text)
+        if key not in self._verdicts:
+            if len(self._verdicts) > 10_000:
+                self._verdicts.clear()
+            self._verdicts[key] = self.verdict(text, task)
+        return self._verdicts[key]
+
     def score(self, text: str, task: Task) -> float:
-        return float(self.verdict(text, task)["valid"])
+        return float(self._text_verdict(text, task)["valid"])
+
+    def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
+        """``names_function``: the reply names a function it was offered; ``decodes``: BFCL's decoder reads the reply
+        as function calls (whatever their names and values). Dense signals for a model that starts out writing
+        prose; pass rates never use them."""
+        text = episode.final_text
+        names = [f["name"] for f in task.data.get("function", [])]
+        named = any(n in text or n.replace(".", "_") in text for n in names)
+        error_type = self._text_verdict(text, task).get("error_type", "")
+        calls_wanted = bool(names) and "relevance" not in category_of(task.id)
+        decodes = calls_wanted and not error_type.startswith(("ast_decoder", "harness:refused"))
+        return {"names_function": float(named), "decodes": float(decodes)}
 
     def training_prompt(self, task: Task) -> list[dict[str, str]]:
         return [{"role": m["role"], "content": m["content"]} for m in self.prepared(task)["messages"]]
