@@ -7,18 +7,21 @@ benchmark uses, and, for the agreement test, BFCL's own file runners (``ast_file
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from harness.assets.data import load_split
 from harness.paths import env_python
-from harness.rollout import Episode, Task
+from harness.rollout import Episode, RolloutContext, Task
 from harness.rollout.loading import open_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,6 +106,9 @@ for category, results in outputs.items():
     prompt = [prompts[i] for i in ids]
     if "irrelevance" in category:
         eval_runner.relevance_file_runner(handler, results, prompt, registry, category, score_dir)
+    elif "multi_turn" in category:
+        truths = {e["id"]: e for e in load_ground_truth_entry(category)}
+        eval_runner.multi_turn_runner(handler, results, prompt, [truths[i] for i in ids], registry, category, score_dir)
     else:
         truths = {e["id"]: e for e in load_ground_truth_entry(category)}
         eval_runner.ast_file_runner(handler, results, prompt, [truths[i] for i in ids], category, registry, score_dir)
@@ -261,3 +267,113 @@ def test_bfcl_run_end_to_end(smoke_model: Path, tmp_path: Path) -> None:
     assert all(e["info"]["category"] == "simple_python" for e in episodes)
     assert all(e["passed"] or e["info"]["error_type"] for e in episodes)  # a failed sample says why
     assert (tmp_path / "results" / "bfcl" / "runs.csv").exists()
+
+
+# -- multi-turn: calls run on BFCL's stateful backends, the verdict is its state check ---------------------------
+
+
+class ScriptedPolicy:
+    """An OpenAI-compatible client whose replies are given in advance (one list per user turn): the policy side of
+    a multi-turn rollout, so the loop, the backends and the checker are exercised without a model's randomness."""
+
+    def __init__(self, turns: list[list[str]]) -> None:
+        self.turns = [list(t) for t in turns]
+        self.seen: list[list[dict[str, Any]]] = []
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
+
+    async def create(self, **kwargs: Any) -> Any:
+        self.seen.append(kwargs["messages"])
+        users = sum(1 for m in kwargs["messages"] if m["role"] == "user" and not m["content"].startswith("[{'role'"))
+        turn = self.turns[users - 1]
+        text = turn.pop(0) if turn else "Done."
+        usage = SimpleNamespace(prompt_tokens=1, completion_tokens=1)
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=text))], usage=usage)
+
+
+def context(client: Any) -> RolloutContext:
+    return RolloutContext(
+        base_url="scripted",
+        model="scripted",
+        temperature=0.0,
+        max_tokens=64,
+        max_turns=1,
+        request_timeout_s=60,
+        seed=0,
+        client=client,
+    )
+
+
+def truth_replies(task: Task) -> list[list[str]]:
+    """The ground truth's calls, one reply per turn, then a reply that is not a call (ending the turn)."""
+    return [["[" + ", ".join(turn) + "]", "Done."] for turn in json.loads(task.answer)]
+
+
+def test_multi_turn_runs_calls_on_fresh_backends_and_checks_their_state(bench: Any) -> None:
+    task = tasks_of(bench, "multi_turn_base", 1)[0]  # cd, mkdir temp, mv ...: a second shared run would differ
+
+    async def two_samples() -> list[Episode]:
+        return list(
+            await asyncio.gather(*(bench.rollout(task, context(ScriptedPolicy(truth_replies(task)))) for _ in range(2)))
+        )
+
+    first, second = asyncio.run(two_samples())
+    for episode in (first, second):
+        assert episode.info["category"] == "multi_turn_base" and episode.tool_calls >= 10
+        tool_results = [m for m in episode.messages if "tool_results" in m]
+        assert "moved to 'temp/final_report.pdf'" in tool_results[0]["tool_results"][2]
+    # BFCL's own verdict for this ground truth (its decoder drops the positional argument of sort('...'))
+    assert first.passed == second.passed and first.info["error_type"] == second.info["error_type"]
+    wrong = truth_replies(task)
+    wrong[0][0] = wrong[0][0].replace("dir_name='temp'", "dir_name='tmp'")
+    episode = asyncio.run(bench.rollout(task, context(ScriptedPolicy(wrong))))
+    assert not episode.passed and episode.info["error_type"].startswith("multi_turn:")
+
+
+def test_multi_turn_hostile_calls_are_refused_and_never_run(bench: Any, tmp_path: Path) -> None:
+    task = tasks_of(bench, "multi_turn_base", 1)[0]
+    for i, reply in enumerate(
+        [
+            "[cd(folder=__import__('os').system('touch {m}') + 1)]",
+            "[open(file='{m}', mode='w')]",
+            "[cd(folder='document'), print(end=open(file='{m}', mode='w'))]",
+        ]
+    ):
+        marker = tmp_path / f"ran-{i}"
+        episode = asyncio.run(bench.rollout(task, context(ScriptedPolicy([[reply.format(m=marker)]]))))
+        assert not episode.passed and episode.info.get("refused"), episode.info
+        assert not marker.exists()
+    # BFCL's own executor runs such a call (its deny-list names kill, exit, remove, ...; not open)
+    marker = tmp_path / "bfcl-ran-it"
+    probe = (
+        "import sys; from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call"
+        " as x; x([sys.argv[1]], {}, ['MathAPI'], 'm', 't1')"
+    )
+    subprocess.run(
+        [str(BFCL_PYTHON), "-c", probe, f"open(file='{marker}', mode='w')"], capture_output=True, timeout=120
+    )
+    assert marker.exists()
+
+
+def test_multi_turn_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> None:
+    """30 tasks, each with a right and a wrong conversation: the harness's verdict (its multi-turn loop's replies,
+    checked in a fresh child) equals BFCL's multi-turn runner's on the same replies."""
+    tasks = tasks_of(bench, "multi_turn_base", 30)
+    rounds: list[list[dict[str, Any]]] = [[], []]
+    for i, task in enumerate(tasks):
+        right = truth_replies(task)
+        wrong = json.loads(json.dumps(right))
+        if i % 2:
+            wrong[-1] = ["Done."]  # the last turn's calls left out
+        else:
+            wrong[0][0] = re.sub(r"=('[^']*'|\d+)", "='zz'", wrong[0][0], count=1)  # a wrong first argument
+        rounds[0].append({"id": task.id, "result": right})
+        rounds[1].append({"id": task.id, "result": wrong})
+    by_id = {t.id: t for t in tasks}
+    verdicts: dict[bool, int] = {True: 0, False: 0}
+    for n, outputs in enumerate(rounds):
+        expected = reference_verdicts({"multi_turn_base": outputs}, "prompt", tmp_path / f"round{n}")
+        for output in outputs:
+            episode = asyncio.run(bench.rollout(by_id[output["id"]], context(ScriptedPolicy(output["result"]))))
+            assert episode.passed == expected[output["id"]], (output["id"], episode.info)
+            verdicts[episode.passed] += 1
+    assert verdicts[True] >= 10 and verdicts[False] >= 30, verdicts

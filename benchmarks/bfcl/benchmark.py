@@ -130,6 +130,8 @@ class Bfcl(SingleTurnBenchmark):
         return [{"role": m["role"], "content": m["content"]} for m in self.prepared(task)["messages"]]
 
     async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
+        if category_of(task.id).startswith("multi_turn"):
+            return await self._multi_turn(task, ctx)
         prepared = await asyncio.to_thread(self.prepared, task)
         messages = self.training_prompt(task)
         extra: dict[str, Any] = {"tools": prepared["tools"]} if self.options.mode == "fc" and prepared["tools"] else {}
@@ -170,5 +172,105 @@ class Bfcl(SingleTurnBenchmark):
             prompt_tokens=int(usage.prompt_tokens) if usage else 0,
             completion_tokens=int(usage.completion_tokens) if usage else 0,
             latency_s=latency,
+            info=info,
+        )
+
+    # -- multi-turn ----------------------------------------------------------------------------------------------
+    async def _multi_turn(self, task: Task, ctx: RolloutContext) -> Episode:
+        """BFCL's multi-turn conversation in prompt mode: for each of the task's user turns, the model replies step
+        by step; each reply that decodes to calls is run on the task's backends (a file system, a trading bot, ...)
+        and the results go back to it, until a reply that is not a call ends the turn (BFCL's step limit ends the
+        conversation). Its own child process holds this rollout's backends, so no two samples share state. The
+        verdict is BFCL's multi-turn checker: the backends' state and results against the ground truth's."""
+        if self.options.mode != "prompt":
+            raise SpecError("bfcl: multi-turn categories run in prompt mode (agent.options.mode: prompt)")
+        prepared = await asyncio.to_thread(self.prepared, task)
+        entry = prepared["entry"]
+        session = _checker.Checker()
+        started = time.perf_counter()
+        messages = [{"role": m["role"], "content": m["content"]} for m in prepared["messages"]]
+        record: list[dict[str, Any]] = [{"role": m["role"], "text": m["content"]} for m in messages]
+        replies: list[list[str]] = []
+        prompt_tokens = completion_tokens = calls = 0
+        info: dict[str, Any] = {"category": category_of(task.id)}
+        try:
+            max_steps = (await asyncio.to_thread(session.request, {"op": "max_steps"}))["max_steps"]
+            for turn_index, turn in enumerate(entry["question"]):
+                if turn_index > 0:
+                    messages += [{"role": m["role"], "content": m["content"]} for m in turn]
+                    record += [{"role": m["role"], "text": m["content"]} for m in turn]
+                turn_replies: list[str] = []
+                replies.append(turn_replies)
+                for step in range(max_steps + 1):
+                    if step == max_steps:  # BFCL forces the model to quit: the conversation fails
+                        replies.pop()
+                        info["force_quit"] = turn_index
+                        break
+                    response = await ctx.client.chat.completions.create(
+                        model=ctx.model,
+                        messages=messages,
+                        temperature=ctx.temperature,
+                        max_tokens=ctx.max_tokens,
+                        seed=ctx.seed,
+                        timeout=ctx.request_timeout_s,
+                    )
+                    if response.usage:
+                        prompt_tokens += int(response.usage.prompt_tokens)
+                        completion_tokens += int(response.usage.completion_tokens)
+                    text = (response.choices[0].message.content or "") if response.choices else ""
+                    messages.append({"role": "assistant", "content": text})
+                    record.append({"role": "assistant", "text": text})
+                    turn_replies.append(text)
+                    why = _literal.refusal(text)
+                    ran = (
+                        None
+                        if why
+                        else await asyncio.to_thread(session.request, {"op": "step", "entry": entry, "output": text})
+                    )
+                    why = why or (ran or {}).get("refused")
+                    if why:
+                        info.update(refused=why, error_type="harness:refused")
+                        return self._multi_turn_episode(
+                            task, 0.0, record, calls, prompt_tokens, completion_tokens, started, info
+                        )
+                    assert ran is not None
+                    if not ran["decoded"]:
+                        break
+                    calls += len(ran["decoded"])
+                    messages.append(ran["message"])
+                    record.append({"role": "user", "text": ran["message"]["content"], "tool_results": ran["results"]})
+                if "force_quit" in info:
+                    break
+            answer = json.loads(task.answer)
+            verdict = await asyncio.to_thread(
+                session.request, {"op": "check_multi_turn", "entry": entry, "answer": answer, "output": replies}
+            )
+        finally:
+            await asyncio.to_thread(session.close)
+        info["error_type"] = verdict.get("error_type", "")
+        reward = float(verdict["valid"])
+        return self._multi_turn_episode(task, reward, record, calls, prompt_tokens, completion_tokens, started, info)
+
+    def _multi_turn_episode(
+        self,
+        task: Task,
+        reward: float,
+        record: list[dict[str, Any]],
+        calls: int,
+        prompt_tokens: int,
+        completion_tokens: int,
+        started: float,
+        info: dict[str, Any],
+    ) -> Episode:
+        return Episode(
+            task_id=task.id,
+            reward=reward,
+            passed=self.passed(reward),
+            messages=record,
+            turns=sum(1 for m in record if m["role"] == "assistant"),
+            tool_calls=calls,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=time.perf_counter() - started,
             info=info,
         )
