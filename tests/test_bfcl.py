@@ -88,38 +88,46 @@ def wrong_calls(calls: list[dict[str, dict[str, Any]]], kind: int) -> str:
     return call_text(calls)
 
 
-def reference_verdicts(outputs: dict[str, list[dict[str, Any]]], mode: str, score_dir: Path) -> dict[str, bool]:
-    """BFCL's own verdicts: its loaders, its handler for the mode, its file runners, its score files."""
+def reference_verdicts(
+    rounds: list[dict[str, list[dict[str, Any]]]], mode: str, score_dir: Path
+) -> list[dict[str, bool]]:
+    """BFCL's own verdicts, one dict per round of outputs (one output per task and round): its loaders, its handler
+    for the mode, its file runners, its score files. One process for all rounds (BFCL's imports take seconds)."""
     script = r"""
 import json, os, sys
 from pathlib import Path
 os.environ.setdefault("OPENAI_API_KEY", "unused")
 from bfcl_eval.eval_checker import eval_runner
 from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry, load_file
-outputs, mode, score_dir = json.load(open(sys.argv[1])), sys.argv[2], Path(sys.argv[3])
+rounds, mode, score_dir = json.load(open(sys.argv[1])), sys.argv[2], Path(sys.argv[3])
 registry = {"prompt": "gpt-4o-2024-11-20", "fc": "gpt-4o-2024-11-20-FC"}[mode]
 handler = eval_runner.get_handler(registry)
-verdicts = {}
-for category, results in outputs.items():
-    ids = [r["id"] for r in results]
-    prompts = {e["id"]: e for e in load_dataset_entry(category)}
-    prompt = [prompts[i] for i in ids]
-    if "irrelevance" in category:
-        eval_runner.relevance_file_runner(handler, results, prompt, registry, category, score_dir)
-    elif "multi_turn" in category:
-        truths = {e["id"]: e for e in load_ground_truth_entry(category)}
-        eval_runner.multi_turn_runner(handler, results, prompt, [truths[i] for i in ids], registry, category, score_dir)
-    else:
-        truths = {e["id"]: e for e in load_ground_truth_entry(category)}
-        eval_runner.ast_file_runner(handler, results, prompt, [truths[i] for i in ids], category, registry, score_dir)
-    (score,) = list(score_dir.rglob(f"*_{category}_score.json"))
-    failed = {e["id"] for e in load_file(score)[1:]}
-    score.unlink()
-    verdicts.update({i: i not in failed for i in ids})
-print(json.dumps(verdicts))
+all_verdicts = []
+for outputs in rounds:
+  verdicts = {}
+  all_verdicts.append(verdicts)
+  for category, results in outputs.items():
+      ids = [r["id"] for r in results]
+      prompts = {e["id"]: e for e in load_dataset_entry(category)}
+      prompt = [prompts[i] for i in ids]
+      if "irrelevance" in category:
+          eval_runner.relevance_file_runner(handler, results, prompt, registry, category, score_dir)
+      elif "multi_turn" in category:
+          truths = {e["id"]: e for e in load_ground_truth_entry(category)}
+          answers = [truths[i] for i in ids]
+          eval_runner.multi_turn_runner(handler, results, prompt, answers, registry, category, score_dir)
+      else:
+          truths = {e["id"]: e for e in load_ground_truth_entry(category)}
+          answers = [truths[i] for i in ids]
+          eval_runner.ast_file_runner(handler, results, prompt, answers, category, registry, score_dir)
+      (score,) = list(score_dir.rglob(f"*_{category}_score.json"))
+      failed = {e["id"] for e in load_file(score)[1:]}
+      score.unlink()
+      verdicts.update({i: i not in failed for i in ids})
+print(json.dumps(all_verdicts))
 """
     score_dir.mkdir(parents=True, exist_ok=True)
-    (score_dir / "outputs.json").write_text(json.dumps(outputs))
+    (score_dir / "outputs.json").write_text(json.dumps(rounds))
     proc = subprocess.run(
         [str(BFCL_PYTHON), "-c", script, str(score_dir / "outputs.json"), mode, str(score_dir)],
         capture_output=True,
@@ -208,8 +216,7 @@ def test_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> Non
     compared = refused = 0
     disagreements = []
     passed = {True: 0, False: 0}
-    for n, outputs in enumerate(rounds):
-        expected = reference_verdicts(outputs, "prompt", tmp_path / f"round{n}")
+    for outputs, expected in zip(rounds, reference_verdicts(rounds, "prompt", tmp_path), strict=True):
         for results in outputs.values():
             for result in results:
                 verdict = bench.verdict(result["result"], tasks[result["id"]])
@@ -235,7 +242,7 @@ def test_fc_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> 
             if key is not None:
                 args[key] = "zz-wrong"
         outputs.append({"id": task.id, "result": [{name.replace(".", "_"): json.dumps(args)}]})
-    expected = reference_verdicts({"simple_python": outputs}, "fc", tmp_path)
+    (expected,) = reference_verdicts([{"simple_python": outputs}], "fc", tmp_path)
     bench.options = bench.options.model_copy(update={"mode": "fc"})
     bench._prepared.clear()
     try:
@@ -370,8 +377,8 @@ def test_multi_turn_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: P
         rounds[1].append({"id": task.id, "result": wrong})
     by_id = {t.id: t for t in tasks}
     verdicts: dict[bool, int] = {True: 0, False: 0}
-    for n, outputs in enumerate(rounds):
-        expected = reference_verdicts({"multi_turn_base": outputs}, "prompt", tmp_path / f"round{n}")
+    mt_rounds = [{"multi_turn_base": outputs} for outputs in rounds]
+    for outputs, expected in zip(rounds, reference_verdicts(mt_rounds, "prompt", tmp_path), strict=True):
         for output in outputs:
             episode = asyncio.run(bench.rollout(by_id[output["id"]], context(ScriptedPolicy(output["result"]))))
             assert episode.passed == expected[output["id"]], (output["id"], episode.info)
