@@ -172,7 +172,7 @@ def test_right_and_wrong_replies_get_bfcls_verdicts(bench: Any) -> None:
         text: bench.shaping(episode(text), task)
         for text in ("Use calculate_triangle_area with base 10.", "[calculate_triangle_area(base=1, height=1)]", "25")
     }
-    assert [tuple(v.values()) for v in shaped.values()] == [(1.0, 0.0), (1.0, 1.0), (0.0, 0.0)]
+    assert [tuple(v.values()) for v in shaped.values()] == [(1.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0)]
     (irrelevant,) = tasks_of(bench, "irrelevance", 1)
     assert bench.score("I cannot answer that with these functions.", irrelevant) == 1.0
     assert bench.score("[determine_body_mass_index(weight=10.0, height=5.0)]", irrelevant) == 0.0

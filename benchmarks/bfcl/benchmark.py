@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +41,10 @@ class BfclOptions(BaseModel):
     )
 
 
+CALL_SYNTAX = re.compile(r"[A-Za-z_][\w.]*\(\s*[A-Za-z_]\w*\s*=")
+"""Something written like a call with a named argument: ``name(arg=``."""
+
+
 def category_of(task_id: str) -> str:
     """``simple_python_12`` -> ``simple_python`` (BFCL's ids are ``<category>_<index>``)."""
     return task_id.rsplit("_", 1)[0]
@@ -48,7 +53,7 @@ def category_of(task_id: str) -> str:
 @register_benchmark
 class Bfcl(SingleTurnBenchmark):
     name = "bfcl"
-    shaping_terms = ("names_function", "decodes")
+    shaping_terms = ("names_function", "call_syntax", "decodes")
 
     def __init__(self, spec: Any, folder: Path) -> None:
         super().__init__(spec, folder)
@@ -115,16 +120,18 @@ class Bfcl(SingleTurnBenchmark):
         return float(self._text_verdict(text, task)["valid"])
 
     def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
-        """``names_function``: the reply names a function it was offered; ``decodes``: BFCL's decoder reads the reply
-        as function calls (whatever their names and values). Dense signals for a model that starts out writing
-        prose; pass rates never use them."""
+        """``names_function``: the reply names a function it was offered; ``call_syntax``: it contains something
+        written like a call with a named argument (``f(x=...``), anywhere; ``decodes``: BFCL's decoder reads the
+        whole reply as function calls (whatever their names and values). Dense signals for a model that starts out
+        writing prose; pass rates never use them."""
         text = episode.final_text
         names = [f["name"] for f in task.data.get("function", [])]
         named = any(n in text or n.replace(".", "_") in text for n in names)
         error_type = self._text_verdict(text, task).get("error_type", "")
         calls_wanted = bool(names) and "relevance" not in category_of(task.id)
         decodes = calls_wanted and not error_type.startswith(("ast_decoder", "harness:refused"))
-        return {"names_function": float(named), "decodes": float(decodes)}
+        syntax = CALL_SYNTAX.search(text) is not None
+        return {"names_function": float(named), "call_syntax": float(syntax), "decodes": float(decodes)}
 
     def training_prompt(self, task: Task) -> list[dict[str, str]]:
         return [{"role": m["role"], "content": m["content"]} for m in self.prepared(task)["messages"]]
