@@ -277,3 +277,82 @@ def test_agent_lightning_cannot_train_with_the_proven_verl(image: str) -> None:
     assert got["verl.trainer.main_ppo:TaskRunner"] == "missing"
     assert got["verl.workers.fsdp_workers:None"] == "ModuleNotFoundError"
     assert got["AgentLoopManager.wake_up"] == "missing"
+
+
+VERL_NATIVE_ARM = """
+import asyncio, json, sys
+from pathlib import Path
+sys.path.insert(0, "/opt/harness/bench")
+import hydra, pandas as pd, verl.trainer.main_ppo as main_ppo
+from omegaconf import OmegaConf
+from verl.trainer.main_ppo import need_critic, need_reference_policy
+from verl.utils.config import omega_conf_to_dataclass, validate_config
+from verl.tools.tool_registry import load_all_tools
+import verl_speed as vs
+from harness.engines.verl.engine import VerlConfig, verl_run_config
+from harness.engines.verl.worker import write_data
+from harness.spec import load_spec
+
+out = Path("/tmp/out")
+spec_path = "/opt/harness/benchmarks/math/spec.yaml"
+spec = load_spec(Path(spec_path), "speed-h200")
+config = VerlConfig.model_validate(spec.training.config)
+job = {"spec_path": spec_path, "profile": "speed-h200", "data_mirror": "", "seed": 0}
+train_file, val_file, n = write_data(job, config, out / "train")
+harness = verl_run_config(config, model_path="/model", train_file=str(train_file), val_file=None,
+    output_dir=out / "train", agent_loop_config="/x.yaml", seed=0, ray_address=None, env_vars={"HARNESS_X": "1"})
+rows = vs.native_rows(train_file, spec.agent.instructions)
+(out / "native").mkdir()
+pd.DataFrame(rows).to_parquet(out / "native" / "train.parquet")
+native = vs.native_config(harness, out, spec.agent.max_turns, spec.evaluation.max_tokens)
+native.pop("_max_tokens_per_call")
+with hydra.initialize_config_dir(config_dir=str(Path(main_ppo.__file__).parent / "config"), version_base=None):
+    base = hydra.compose(config_name="ppo_trainer")
+OmegaConf.set_struct(base, False)
+cfg = OmegaConf.merge(base, OmegaConf.create(native))
+validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+rollout = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
+tools = load_all_tools(rollout.multi_turn.tool_config_path, rollout.multi_turn.function_tool_path)
+calc = {t.name: t for t in tools}["calculate"]
+reward = vs.NATIVE / "reward.py"
+import importlib.util
+spec_r = importlib.util.spec_from_file_location("r", reward); r = importlib.util.module_from_spec(spec_r)
+spec_r.loader.exec_module(r)
+print(json.dumps({
+    "n": n, "rows": len(rows), "agent": cfg.actor_rollout_ref.rollout.agent.default_agent_loop,
+    "multi_turn": [rollout.multi_turn.enable, rollout.multi_turn.format, rollout.multi_turn.max_assistant_turns],
+    "same": [cfg.data.train_batch_size, rollout.n, cfg.data.max_response_length, cfg.trainer.total_epochs,
+             cfg.actor_rollout_ref.actor.optim.lr, cfg.trainer.val_before_train],
+    "schema": calc.tool_schema.model_dump(exclude_none=True)["function"]["name"],
+    "calc": [asyncio.run(calc.call({"expression": e})) for e in ("12*7+3", "1/0", "9**9**9")],
+    "prompt": rows[0]["prompt"][0]["content"][:30],
+    "score": [r.compute_score("math", "<tool_response>12</tool_response>### 12", "12"),
+              r.compute_score("math", "### 12 <tool_response>5</tool_response> ### 5", "12")],
+}))
+"""
+
+
+def test_verl_speed_native_arm_is_accepted_by_verl(image: str) -> None:
+    """bench/verl_speed.py's verl arm, as far as a CPU goes: built from the harness arm's configuration (speed-h200),
+    it passes verl's own config validation with verl's tool_agent loop and hermes parser, the function tool loads
+    and answers through the calculator's environment (errors and the CPU limit as text), and the reward scores
+    the final turn only."""
+    proc = run_in(
+        image,
+        "python",
+        "-c",
+        VERL_NATIVE_ARM,
+        mounts=(f"{ROOT / 'bench'}:/opt/harness/bench:ro", f"{ROOT / 'benchmarks'}:/opt/harness/benchmarks:ro"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["n"] == got["rows"] == 64
+    assert got["agent"] == "tool_agent"
+    assert got["multi_turn"] == [True, "hermes", 5]
+    assert got["same"] == [8, 8, 1024, 1, 5e-6, False]
+    assert got["schema"] == "calculate"
+    assert got["calc"][0] == "87"
+    assert got["calc"][1] == "Error executing tool calculate: ZeroDivisionError: division by zero"
+    assert got["calc"][2].endswith("exceeded its limits (2 s CPU)")
+    assert got["prompt"].startswith("Solve the following math")
+    assert got["score"] == [1.0, 0.0]

@@ -1,0 +1,276 @@
+"""The harness's verl engine beside verl's own trainer on the same work: seconds per training step and rollout tokens
+per second, from one GPU machine.
+
+Two arms, one after the other on the same GPU:
+
+* **harness**: ``harness run math --profile speed-h200 --skip-baseline`` (the tuned H200 recipe for one epoch = 8 GRPO
+  steps, no validation; a short evaluation after it that this script does not time). The benchmark's own Agent
+  Framework agent runs in the harness's agent loop, with the MCP calculator, every LLM call traced to tokens.
+* **verl**: ``verl.trainer.main_ppo`` with the same VERL configuration (written by the harness arm:
+  ``train/verl-config.json``: model, batch, group size, lengths, learning rate, seed, steps, checkpoint at the end),
+  changed only where the agent is: verl's own multi-turn ``tool_agent`` loop with the hermes tool parser, the
+  calculator as a verl function tool (``verl_native/calculator_tool.py``: the same package's ``evaluate``), the
+  same system prompt and tasks (prompt rows built from the harness arm's parquet), and the benchmark's reward
+  through ``custom_reward_function`` (``verl_native/reward.py``).
+
+Both arms log verl's own per-step metrics (``VERL_FILE_LOGGER_PATH``). Reported: the median over the steps that are
+neither the first (warm-up) nor the last (checkpoint save) of seconds per step and of rollout tokens per second
+(response tokens of all samples / ``timing_s/gen``), the ratios harness / verl (target >= 0.9 for tokens per second;
+verl / harness for seconds per step, so that >= 0.9 reads the same way), every ``timing_s/*`` phase side by side
+(where a difference goes), and both arms' mean response length and reward (the models learn differently, so lengths
+differ: tokens per second is the fairer figure).
+
+Run on a GPU machine with the GPU set installed (``scripts/gpu-install.sh``):
+``python bench/verl_speed.py [--profile speed-h200] [--seed 0] [--harness-run RUN_ID]`` (``--harness-run`` reuses a
+finished harness arm). Writes ``bench/results/verl-speed-<time>.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+NATIVE = Path(__file__).resolve().parent / "verl_native"
+sys.path.insert(0, str(REPO))
+
+RUN_ID = re.compile(r"\brun (math-\d{8}T\d{6}Z-[0-9a-f]{6})\b")
+
+
+def artifacts() -> Path:
+    return Path(os.environ.get("HARNESS_ARTIFACTS", REPO / "artifacts"))
+
+
+def run_logged(cmd: list[str], log: Path, label: str) -> tuple[int, float, str]:
+    """Run ``cmd`` with its output to ``log`` and a line on the terminal every minute; (exit status, wall s, text)."""
+    start = time.monotonic()
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        while proc.poll() is None:
+            time.sleep(5)
+            if int(time.monotonic() - start) % 60 < 5:
+                print(f"  {label}: {time.monotonic() - start:.0f} s, log {log}", flush=True)
+    return proc.returncode, time.monotonic() - start, log.read_text(errors="replace")
+
+
+def harness_arm(profile: str, seed: int, out: Path) -> str:
+    cmd = [sys.executable, "-m", "harness.cli", "run", "math", "--profile", profile, "--seed", str(seed)]
+    cmd += ["--skip-baseline", "--limit", "2", "--trials", "1", "--backend", "local"]
+    print("harness arm:", " ".join(cmd[1:]), flush=True)
+    code, wall, text = run_logged(cmd, out / "harness-arm.log", "harness arm")
+    found = RUN_ID.search(text)
+    if code != 0 or not found:
+        sys.exit(f"verl_speed: the harness arm failed (exit {code}); its log: {out / 'harness-arm.log'}")
+    print(f"harness arm: {found.group(1)} in {wall:.0f} s", flush=True)
+    return found.group(1)
+
+
+def native_rows(parquet: Path, instructions: str) -> list[dict[str, Any]]:
+    """The harness arm's tasks as verl tool-agent rows: system prompt and question, the answer as ground truth."""
+    import pandas as pd
+
+    rows = []
+    for row in pd.read_parquet(parquet).to_dict("records"):
+        info = row["extra_info"]
+        rows.append(
+            {
+                "data_source": "math",
+                "agent_name": "tool_agent",
+                "prompt": [
+                    {"role": "system", "content": instructions},
+                    {"role": "user", "content": info["prompt"]},
+                ],
+                "ability": "math",
+                "reward_model": {"style": "rule", "ground_truth": str(info["answer"])},
+                "extra_info": {"index": int(info["index"]), "task_id": info["task_id"]},
+            }
+        )
+    return rows
+
+
+def native_config(harness_config: dict[str, Any], out: Path, max_turns: int, max_tokens: int) -> dict[str, Any]:
+    """The harness arm's VERL configuration with verl's own agent, tool, data and reward in place of the harness's."""
+    cfg = copy.deepcopy(harness_config)
+    rollout = cfg["actor_rollout_ref"]["rollout"]
+    rollout["agent"] = {"num_workers": rollout["agent"]["num_workers"], "default_agent_loop": "tool_agent"}
+    rollout["multi_turn"] = {
+        **rollout.get("multi_turn", {}),
+        "enable": True,
+        "function_tool_path": str(NATIVE / "calculator_tool.py"),
+        "max_assistant_turns": max_turns,
+    }
+    # The harness's agent asks for at most max_tokens per LLM call; verl's loop bounds the whole response (the same
+    # data.max_response_length in both arms) instead.
+    cfg["data"]["train_files"] = str(out / "native" / "train.parquet")
+    cfg["data"]["val_files"] = str(out / "native" / "train.parquet")
+    reward = {"path": str(NATIVE / "reward.py"), "name": "compute_score"}
+    cfg.setdefault("reward", {})["custom_reward_function"] = reward
+    trainer = cfg["trainer"]
+    trainer["default_local_dir"] = str(out / "native" / "verl-checkpoints")
+    trainer["experiment_name"] = f"{trainer['experiment_name']}-verl-native"
+    trainer["logger"] = ["console", "file"]
+    env = cfg["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]
+    for key in ("HARNESS_VERL_TRACE", "TENSORBOARD_DIR"):
+        env.pop(key, None)
+    env["VERL_FILE_LOGGER_PATH"] = str(out / "native" / "verl-metrics.jsonl")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    cfg["_max_tokens_per_call"] = max_tokens  # recorded for the report; not a VERL key
+    return cfg
+
+
+def run_native(config_path: Path) -> int:
+    """Child: compose VERL's ``ppo_trainer`` config with ``config_path`` and run ``main_ppo`` (as the harness does)."""
+    import hydra
+    import verl.trainer.main_ppo as main_ppo
+    from omegaconf import OmegaConf
+
+    run_config = json.loads(config_path.read_text())
+    run_config.pop("_max_tokens_per_call", None)
+    os.environ["VERL_FILE_LOGGER_PATH"] = run_config["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"][
+        "VERL_FILE_LOGGER_PATH"
+    ]
+    with hydra.initialize_config_dir(config_dir=str(Path(main_ppo.__file__).parent / "config"), version_base=None):
+        cfg = hydra.compose(config_name="ppo_trainer")
+    OmegaConf.set_struct(cfg, False)
+    main_ppo.main(OmegaConf.merge(cfg, OmegaConf.create(run_config)))
+    return 0
+
+
+def steps_of(metrics: Path) -> list[dict[str, float]]:
+    out = []
+    for line in metrics.read_text().splitlines():
+        entry = json.loads(line)
+        data = entry.get("data", {})
+        if "timing_s/step" in data:
+            out.append({"step": entry["step"], **{k: v for k, v in data.items() if isinstance(v, int | float)}})
+    return out
+
+
+def summary(steps: list[dict[str, float]], samples_per_step: int) -> dict[str, Any]:
+    """Medians over the steps between the first and the last, with rollout tokens per second per step."""
+    for s in steps:
+        s["rollout_tokens_per_s"] = s["response_length/mean"] * samples_per_step / s["timing_s/gen"]
+    middle = steps[1:-1] if len(steps) > 2 else steps
+    keys = sorted({k for s in middle for k in s if k.startswith("timing_s/")})
+    med = {k: statistics.median(s[k] for s in middle if k in s) for k in keys}
+    return {
+        "steps": len(steps),
+        "steps_timed": [int(s["step"]) for s in middle],
+        "s_per_step": statistics.median(s["timing_s/step"] for s in middle),
+        "rollout_tokens_per_s": statistics.median(s["rollout_tokens_per_s"] for s in middle),
+        "throughput_tokens_per_s_per_gpu": statistics.median(s["perf/throughput"] for s in middle),
+        "response_length_mean": statistics.mean(s["response_length/mean"] for s in steps),
+        "reward_mean": statistics.mean(s.get("critic/score/mean", float("nan")) for s in steps),
+        "num_turns_mean": statistics.mean(s.get("num_turns/mean", float("nan")) for s in steps),
+        "timing_medians": med,
+        "total_s": sum(s["timing_s/step"] for s in steps),
+    }
+
+
+def report(h: dict[str, Any], v: dict[str, Any], meta: dict[str, Any]) -> str:
+    ratio_tok = h["rollout_tokens_per_s"] / v["rollout_tokens_per_s"]
+    ratio_step = v["s_per_step"] / h["s_per_step"]
+    lines = [
+        "# The harness's verl engine beside verl's own trainer",
+        "",
+        f"{meta['when']}, {meta['gpu']}, commit {meta['commit']}; `python bench/verl_speed.py --profile "
+        f"{meta['profile']} --seed {meta['seed']}`. Harness run {meta['harness_run']}. Both arms: the same VERL "
+        f"configuration, {h['steps']} GRPO steps of {meta['samples_per_step']} samples; medians over steps "
+        f"{h['steps_timed'][0]}-{h['steps_timed'][-1]} (not the first, warm-up, nor the last, checkpoint save).",
+        "",
+        "| | harness (Agent Framework agent, MCP calculator) | verl (tool_agent loop, function tool) | ratio |",
+        "|---|---|---|---|",
+        f"| rollout tokens / s | {h['rollout_tokens_per_s']:.0f} | {v['rollout_tokens_per_s']:.0f} | "
+        f"{ratio_tok:.2f} (harness / verl) |",
+        f"| s / step | {h['s_per_step']:.1f} | {v['s_per_step']:.1f} | {ratio_step:.2f} (verl / harness) |",
+        f"| all tokens / s / GPU (verl's `perf/throughput`) | {h['throughput_tokens_per_s_per_gpu']:.0f} | "
+        f"{v['throughput_tokens_per_s_per_gpu']:.0f} | "
+        f"{h['throughput_tokens_per_s_per_gpu'] / v['throughput_tokens_per_s_per_gpu']:.2f} |",
+        f"| response length, mean tokens | {h['response_length_mean']:.0f} | {v['response_length_mean']:.0f} | |",
+        f"| turns per rollout, mean | {h['num_turns_mean']:.2f} | {v['num_turns_mean']:.2f} | |",
+        f"| training reward, mean | {h['reward_mean']:.3f} | {v['reward_mean']:.3f} | |",
+        f"| all steps, s | {h['total_s']:.0f} | {v['total_s']:.0f} | |",
+        "",
+        "Phases (median seconds per step; where a difference goes):",
+        "",
+        "| phase | harness | verl |",
+        "|---|---|---|",
+    ]
+    for key in sorted(set(h["timing_medians"]) | set(v["timing_medians"])):
+        hv, vv = h["timing_medians"].get(key), v["timing_medians"].get(key)
+        lines.append(f"| `{key}` | {'' if hv is None else f'{hv:.2f}'} | {'' if vv is None else f'{vv:.2f}'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "native":
+        return run_native(Path(sys.argv[2]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", default="speed-h200")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--harness-run", help="reuse this finished harness arm")
+    args = parser.parse_args()
+
+    from harness.spec import load_spec
+
+    spec = load_spec(REPO / "benchmarks" / "math" / "spec.yaml", args.profile)
+    if spec.training is None or spec.training.engine != "verl":
+        sys.exit(f"verl_speed: profile {args.profile!r} does not train with verl")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = artifacts() / f"verl-speed-{stamp}"
+    (out / "native").mkdir(parents=True)
+    run_id = args.harness_run or harness_arm(args.profile, args.seed, out)
+    train = artifacts() / "runs" / run_id / "train"
+    harness_config = json.loads((train / "verl-config.json").read_text())
+
+    import pandas as pd
+
+    pd.DataFrame(native_rows(train / "data" / "train.parquet", spec.agent.instructions)).to_parquet(
+        out / "native" / "train.parquet"
+    )
+    config = native_config(harness_config, out, spec.agent.max_turns, spec.evaluation.max_tokens)
+    config_path = out / "native" / "verl-config.json"
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    print("verl arm: verl.trainer.main_ppo with its tool_agent loop", flush=True)
+    code, wall, _ = run_logged([sys.executable, __file__, "native", str(config_path)], out / "verl-arm.log", "verl arm")
+    if code != 0:
+        sys.exit(f"verl_speed: the verl arm failed (exit {code}); its log: {out / 'verl-arm.log'}")
+    print(f"verl arm: {wall:.0f} s", flush=True)
+
+    rollout = harness_config["actor_rollout_ref"]["rollout"]
+    per_step = int(harness_config["data"]["train_batch_size"]) * int(rollout["n"])
+    h = summary(steps_of(train / "verl-metrics.jsonl"), per_step)
+    v = summary(steps_of(out / "native" / "verl-metrics.jsonl"), per_step)
+    gpu = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
+    ).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    meta = {
+        "when": stamp,
+        "gpu": gpu or "no GPU name",
+        "commit": commit.stdout.strip(),
+        "profile": args.profile,
+        "seed": args.seed,
+        "harness_run": run_id,
+        "samples_per_step": per_step,
+    }
+    results = REPO / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    text = report(h, v, meta)
+    (results / f"verl-speed-{stamp}.md").write_text(text)
+    (results / f"verl-speed-{stamp}.json").write_text(json.dumps({"meta": meta, "harness": h, "verl": v}, indent=2))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

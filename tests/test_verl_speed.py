@@ -1,0 +1,55 @@
+"""bench/verl_speed.py's arithmetic: which steps are timed, rollout tokens per second, and the ratios' direction."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import verl_speed
+
+
+def step(n: int, total: float, gen: float, length: float) -> dict[str, float]:
+    return {
+        "timing_s/step": total,
+        "timing_s/gen": gen,
+        "timing_s/update_actor": total - gen,
+        "response_length/mean": length,
+        "perf/throughput": 1000.0,
+        "critic/score/mean": 0.25,
+    }
+
+
+def write_metrics(path: Path, steps: list[dict[str, float]]) -> Path:
+    lines = [json.dumps({"step": 0, "data": {"val-core/math/acc/mean@1": 0.3}})]
+    lines += [json.dumps({"step": i + 1, "data": s}) for i, s in enumerate(steps)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_first_and_last_steps_are_not_timed_and_validation_lines_are_no_steps(tmp_path: Path) -> None:
+    steps = [step(1, 30.0, 20.0, 100), step(2, 10.0, 4.0, 64), step(3, 12.0, 8.0, 64), step(4, 11.0, 2.0, 32)]
+    steps.append(step(5, 40.0, 2.0, 64))
+    got = verl_speed.summary(verl_speed.steps_of(write_metrics(tmp_path / "m.jsonl", steps)), samples_per_step=64)
+    assert got["steps"] == 5 and got["steps_timed"] == [2, 3, 4]
+    assert got["s_per_step"] == 11.0
+    # 64 samples x mean length / generation seconds, per step: 1024, 512, 1024 -> median 1024
+    assert got["rollout_tokens_per_s"] == pytest.approx(1024.0)
+    assert got["timing_medians"]["timing_s/gen"] == 4.0
+    assert got["total_s"] == 103.0
+
+
+def test_the_ratios_read_the_same_way_above_one_when_the_harness_is_faster(tmp_path: Path) -> None:
+    fast = [step(i, 10.0, 5.0, 80) for i in range(1, 6)]
+    slow = [step(i, 20.0, 10.0, 80) for i in range(1, 6)]
+    h = verl_speed.summary(verl_speed.steps_of(write_metrics(tmp_path / "h.jsonl", fast)), 64)
+    v = verl_speed.summary(verl_speed.steps_of(write_metrics(tmp_path / "v.jsonl", slow)), 64)
+    meta = {"when": "T", "gpu": "G", "commit": "c", "profile": "p", "seed": 0, "harness_run": "r"}
+    text = verl_speed.report(h, v, {**meta, "samples_per_step": 64})
+    assert "| rollout tokens / s | 1024 | 512 | 2.00 (harness / verl) |" in text
+    assert "| s / step | 10.0 | 20.0 | 2.00 (verl / harness) |" in text
+    assert "| `timing_s/gen` | 5.00 | 10.00 |" in text
