@@ -53,6 +53,22 @@ if ls "$prefix"/unpacked/sdist-wheels/*.whl >/dev/null 2>&1; then
   "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --upgrade \
     --target "$prefix/site" "$prefix"/unpacked/sdist-wheels/*.whl >&2
 fi
+# BFCL's checker (parts made with BFCL=1): its own environment, a venv of the machine's Python (the checker runs
+# with -I, so PYTHONPATH cannot point it at a folder), and bfcl-eval itself beside the harness, whose data it reads.
+data_path=""
+if [ -d "$prefix/unpacked/bfcl-wheels" ]; then
+  (cd "$prefix/unpacked/bfcl-wheels" && sha256sum -c --quiet "$prefix/locks/bfcl-wheels.sha256") >&2 \
+    || { echo "gpu-install: a BFCL wheel does not match its hash" >&2; exit 1; }
+  rm -rf "$prefix/envs/bfcl" "$prefix/bfcl-data-site"
+  "$python" -m venv --without-pip "$prefix/envs/bfcl" >&2
+  bfcl_site=$("$prefix/envs/bfcl/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --target "$bfcl_site" \
+    "$prefix"/unpacked/bfcl-wheels/*.whl >&2
+  data=$(tr '-' '_' < "$prefix/locks/bfcl-data")
+  "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile \
+    --target "$prefix/bfcl-data-site" "$prefix"/unpacked/bfcl-wheels/"$data"-*.whl >&2
+  data_path=":$prefix/bfcl-data-site"
+fi
 rm -rf "$prefix/unpacked"
 py=$(command -v "$python")
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,7 +80,8 @@ printf '#!/bin/sh\nPYTHONPATH=%s:%s exec %s "$@"\n' "$prefix/calculator-site" "$
 printf '#!/bin/sh\nPYTHONPATH=%s:%s${PYTHONPATH:+:$PYTHONPATH} exec %s -m harness.cli "$@"\n' "$here" "$prefix/site" "$py" \
   > "$prefix/bin/harness"
 chmod +x "$prefix"/envs/*/bin/python "$prefix/bin/harness"
-echo "export PYTHONPATH=$here:$prefix/site PATH=$prefix/bin:$prefix/site/bin:\$PATH"
+echo "export PYTHONPATH=$here:$prefix/site$data_path PATH=$prefix/bin:$prefix/site/bin:\$PATH"
 echo "export HARNESS_ENV_SERVE_CPU=$prefix/envs/serve HARNESS_ENV_CALCULATOR=$prefix/envs/calculator"
 echo "export HARNESS_CONVERT_PATH=$prefix/convert-site HARNESS_PACKAGE_LOCK=$prefix/locks/gpu.lock"
+[ -z "$data_path" ] || echo "export HARNESS_ENV_BFCL=$prefix/envs/bfcl"
 echo "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"

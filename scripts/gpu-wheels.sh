@@ -16,6 +16,10 @@
 # MACHINE_HAS (a regex, default: torch, triton, cuda-toolkit and torch's nvidia-* CUDA 13 libraries; never a pin of
 # the H200 set) are left out of the carried lock, and gpu-install.sh checks that the machine's torch is the lock's version.
 # MACHINE_HAS='^$' carries everything.
+#
+# BFCL=1 adds BFCL's checker environment (benchmarks/bfcl): the pins of BFCL_PINS (default locks/bfcl.txt) and
+# BFCL_DATA (default the bfcl-eval release the spec's data comes from), as CPython 3.12 wheels in `bfcl-wheels/`,
+# their sha256 written at download in locks/bfcl-wheels.sha256 (locks/bfcl.txt has no hashes) and checked at install.
 set -euo pipefail
 
 usage() { echo "usage: $0 OUT_DIR [WHEEL_DIR]" >&2; exit 2; }
@@ -125,8 +129,22 @@ pick "$stage/gpu-calculator.lock.carried" "$wheels/calculator" "$stage/pack/calc
 pick "$stage/gpu-convert.lock.carried" "$wheels/convert" "$stage/pack/convert-wheels"
 mkdir -p "$stage/pack/sdist-wheels"
 
+sets=(wheels calculator-wheels convert-wheels sdist-wheels locks)
+if [ "${BFCL:-0}" = 1 ]; then
+  bfcl_pins=${BFCL_PINS:-$here/locks/bfcl.txt}
+  bfcl_data=${BFCL_DATA:-bfcl-eval==2026.3.23}
+  { grep -E '^[A-Za-z0-9][^ ]*==' "$bfcl_pins"; echo "$bfcl_data"; } > "$stage/bfcl.pins"
+  mkdir -p "$wheels/bfcl" "$stage/pack/bfcl-wheels"
+  "$python" -m pip download -q --disable-pip-version-check --no-deps "${platform_args[@]}" -d "$wheels/bfcl" \
+    -r "$stage/bfcl.pins"
+  pick "$stage/bfcl.pins" "$wheels/bfcl" "$stage/pack/bfcl-wheels"
+  (cd "$stage/pack/bfcl-wheels" && sha256sum -- *.whl) > "$stage/pack/locks/bfcl-wheels.sha256"
+  echo "${bfcl_data%%==*}" > "$stage/pack/locks/bfcl-data"
+  sets+=(bfcl-wheels)
+fi
+
 rm -f "$out"/part_*
-tar cf - -C "$stage/pack" wheels calculator-wheels convert-wheels sdist-wheels locks \
+tar cf - -C "$stage/pack" "${sets[@]}" \
   | split -b "${part_mib}m" -d -a 2 - "$out/part_"
 (cd "$out" && sha256sum part_* > SHA256SUMS)
 n=$(ls "$stage/pack/wheels" | wc -l)
@@ -134,4 +152,5 @@ c=$(ls "$stage/pack/calculator-wheels" | wc -l)
 v=$(ls "$stage/pack/convert-wheels" | wc -l)
 m=$(wc -l < "$stage/gpu.lock.machine")
 size=$(du -cm "$out"/part_* | tail -1 | cut -f1)
-echo "$n wheels + $c calculator + $v conversion wheels (gpu.lock sha256 $(sha256sum "$lock" | cut -c1-12); $m pins left to the machine's torch), ${size} MiB in $(ls "$out"/part_* | wc -l) parts of at most ${part_mib} MiB: $out"
+b=$(ls "$stage/pack/bfcl-wheels" 2>/dev/null | wc -l)
+echo "$n wheels + $c calculator + $v conversion + $b BFCL checker wheels (gpu.lock sha256 $(sha256sum "$lock" | cut -c1-12); $m pins left to the machine's torch), ${size} MiB in $(ls "$out"/part_* | wc -l) parts of at most ${part_mib} MiB: $out"

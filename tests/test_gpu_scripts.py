@@ -47,11 +47,14 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         assert proc.returncode == 0, proc.stderr[-3000:]  # an index that answers: any other failure is one
     (locks / "gpu-h200.txt").write_text("six==1.17.0\n")
     out = tmp_path_factory.mktemp("parts")
-    env = dict(os.environ, GPU_LOCK_DIR=str(locks), PART_MIB="1")
+    # BFCL's checker set: a pins file like locks/bfcl.txt (no hashes) and the package its data comes from
+    (locks / "bfcl.txt").write_text("# pins\ntenacity==9.1.4\n")
+    env = dict(os.environ, GPU_LOCK_DIR=str(locks), PART_MIB="1", BFCL="1", BFCL_PINS=str(locks / "bfcl.txt"))
+    env["BFCL_DATA"] = "idna==3.10"
     proc = subprocess.run([str(ROOT / "scripts" / "gpu-wheels.sh"), str(out)], env=env, capture_output=True,
                           text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "1 pins left to the machine's torch" in proc.stdout
+    assert "1 pins left to the machine's torch" in proc.stdout and "2 BFCL checker wheels" in proc.stdout
     return locks, out
 
 
@@ -62,6 +65,8 @@ def test_parts_hold_the_locks_and_verify(parts: tuple[Path, Path]) -> None:
     assert "locks/gpu.lock\n" in listing and "locks/gpu.lock.carried" in listing
     assert "sdist-wheels/antlr4_python3_runtime-4.9.3-" in listing
     assert "wheels/six-1.17.0-" in listing and "nvidia_nvtx" not in listing  # the machine's CUDA wheel stays out
+    assert "bfcl-wheels/tenacity-9.1.4-" in listing and "bfcl-wheels/idna-3.10-" in listing
+    assert "locks/bfcl-wheels.sha256" in listing
 
 
 def test_install_from_the_locks(parts: tuple[Path, Path], tmp_path: Path) -> None:
@@ -72,7 +77,8 @@ def test_install_from_the_locks(parts: tuple[Path, Path], tmp_path: Path) -> Non
                           text=True, timeout=600, env=dict(os.environ, PYTHON=os.sys.executable))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     exports = proc.stdout.strip().splitlines()
-    assert len(exports) == 4 and all(line.startswith("export ") for line in exports)
+    assert len(exports) == 5 and all(line.startswith("export ") for line in exports)
+    assert f"HARNESS_ENV_BFCL={prefix}/envs/bfcl" in proc.stdout
     assert f"HARNESS_PACKAGE_LOCK={prefix}/locks/gpu.lock" in proc.stdout
     assert (prefix / "locks" / "gpu.lock").read_bytes() == (locks / "gpu.lock").read_bytes()
     assert (prefix / "site" / "six.py").exists() and (prefix / "site" / "antlr4").is_dir()
@@ -83,6 +89,19 @@ def test_install_from_the_locks(parts: tuple[Path, Path], tmp_path: Path) -> Non
     assert env_out.returncode == 0 and env_out.stdout.split()[0] == str(prefix / "bin" / "harness"), env_out.stderr
     harness = subprocess.run(["bash", "-c", f"{proc.stdout}\nharness --help"], capture_output=True, text=True)
     assert harness.returncode == 0 and "validate" in harness.stdout, harness.stderr[-2000:]
+    # BFCL's checker runs isolated (-I) in its own environment; the harness finds the data package's metadata.
+    checker = subprocess.run([str(prefix / "envs" / "bfcl" / "bin" / "python"), "-I", "-c", "import tenacity, idna"],
+                             capture_output=True, text=True)  # fmt: skip
+    assert checker.returncode == 0, checker.stderr
+    data = subprocess.run(["bash", "-c", f"{proc.stdout}\npython3 -c 'import importlib.metadata as m; "
+                           "print(m.version(\"idna\"))'"], capture_output=True, text=True)  # fmt: skip
+    assert data.stdout.strip() == "3.10", data.stderr
+
+
+def test_the_bfcl_data_pin_is_the_specs() -> None:
+    """gpu-wheels.sh's default BFCL_DATA is the release the bfcl spec reads its data from."""
+    source = re.search(r"source: package://(\S+?)/", (ROOT / "benchmarks" / "bfcl" / "spec.yaml").read_text())
+    assert source and f"BFCL_DATA:-{source.group(1)}" in (ROOT / "scripts" / "gpu-wheels.sh").read_text()
 
 
 def test_a_tampered_wheel_is_refused(parts: tuple[Path, Path], tmp_path: Path) -> None:
