@@ -133,7 +133,7 @@ sets=(wheels calculator-wheels convert-wheels sdist-wheels locks)
 if [ "${BFCL:-0}" = 1 ]; then
   bfcl_pins=${BFCL_PINS:-$here/locks/bfcl.txt}
   bfcl_data=${BFCL_DATA:-bfcl-eval==2026.3.23}
-  { grep -E '^[A-Za-z0-9][^ ]*==' "$bfcl_pins"; echo "$bfcl_data"; } > "$stage/bfcl.pins"
+  { grep -E '^[A-Za-z0-9][^ ]*==' "$bfcl_pins"; echo "$bfcl_data"; } | sort -u > "$stage/bfcl.pins"
   mkdir -p "$wheels/bfcl" "$stage/pack/bfcl-wheels"
   "$python" -m pip download -q --disable-pip-version-check --no-deps "${platform_args[@]}" -d "$wheels/bfcl" \
     -r "$stage/bfcl.pins"

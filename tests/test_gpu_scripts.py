@@ -48,7 +48,7 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (locks / "gpu-h200.txt").write_text("six==1.17.0\n")
     out = tmp_path_factory.mktemp("parts")
     # BFCL's checker set: a pins file like locks/bfcl.txt (no hashes) and the package its data comes from
-    (locks / "bfcl.txt").write_text("# pins\ntenacity==9.1.4\n")
+    (locks / "bfcl.txt").write_text("# pins\ntenacity==9.1.4\nidna==3.10\n")  # the data pin too, as in the lock
     env = dict(os.environ, GPU_LOCK_DIR=str(locks), PART_MIB="1", BFCL="1", BFCL_PINS=str(locks / "bfcl.txt"))
     env["BFCL_DATA"] = "idna==3.10"
     proc = subprocess.run([str(ROOT / "scripts" / "gpu-wheels.sh"), str(out)], env=env, capture_output=True,
