@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.assets.data import fetch_split, load_split, read_jsonl
+from harness.assets.data import fetch_split, load_split, read_jsonl, rows_sha256
 from harness.errors import DataError, SpecError
+from harness.run.record import _split_record
 from harness.spec import DatasetSpec, load_spec
 from support import MATH_SPEC, REPO
 
@@ -148,3 +149,19 @@ def test_relative_source_errors(tmp_path: Path, cache: Path) -> None:
     escaping.bind_folder(tmp_path / "bench")
     with pytest.raises(DataError, match="outside the benchmark folder"):
         fetch_split(escaping, "test")
+
+
+def test_a_seeded_split_is_identified_by_its_selected_rows(cache: Path) -> None:
+    """The manifest names a split by the hash of the rows it selected: BFCL's seeded 140/260 split of one file
+    gives two disjoint selections whose hashes differ, and the same selection hashes the same every time."""
+    spec = load_spec(REPO / "benchmarks" / "bfcl" / "spec.yaml", "learn-cpu")
+    train, train_file = load_split(spec.dataset, "simple_python-train")
+    test, test_file = load_split(spec.dataset, "simple_python-test")
+    assert (len(train), len(test)) == (140, 260) and train_file.sha256 == test_file.sha256
+    assert not {r["id"] for r in train} & {r["id"] for r in test}
+    assert rows_sha256(train) != rows_sha256(test)
+    assert rows_sha256(load_split(spec.dataset, "simple_python-train")[0]) == rows_sha256(train)
+    assert rows_sha256(list(reversed(train))) != rows_sha256(train)  # the order is part of the split
+    record = _split_record(spec, "simple_python-test", len(test), rows_sha256(test))
+    assert record.select == {"shuffle_seed": 7, "start": 0.35, "end": 1.0}
+    assert (record.rows, record.rows_sha256) == (260, rows_sha256(test))

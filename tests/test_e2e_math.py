@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.assets.data import load_split, rows_sha256
 from harness.paths import cache_dir, env_python
-from support import REPO, copy_math_benchmark
+from harness.spec import load_spec
+from support import MATH_SPEC, REPO, copy_math_benchmark
 
 pytestmark = pytest.mark.slow
 
@@ -93,6 +95,9 @@ def test_harness_run_math_smoke(smoke_model: Path, tmp_path: Path) -> None:
     assert len(outcomes) == 6
     manifest = store.manifest("math", row["run_id"])
     assert manifest.engine.name == "trl-grpo"
+    test_rows, _ = load_split(load_spec(MATH_SPEC).dataset, "test")
+    assert manifest.dataset.splits["test"].rows_sha256 == rows_sha256(test_rows)
+    assert manifest.dataset.splits["test"].select is None and manifest.dataset.splits["train"].rows == 64
     assert manifest.train_metrics and manifest.train_metrics[0]["step"] == 1
     assert "torch" in manifest.packages
     assert (manifest.spec.version, manifest.spec.benchmark_folder_sha256) == (1, row["benchmark_sha256"])

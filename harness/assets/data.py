@@ -232,3 +232,11 @@ def load_split(
     resolved = fetch_split(dataset, split, mirror)
     rows = read_json_rows(resolved.path) if dataset.format == "json" else read_jsonl(resolved.path)
     return select_rows(dataset, split, rows, mirror), resolved
+
+
+def rows_sha256(rows: list[dict[str, Any]]) -> str:
+    """sha256 of ``rows`` as canonical JSON lines (sorted keys), in order: the identity of a selected split."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode() + b"\n")
+    return digest.hexdigest()

@@ -24,6 +24,7 @@ from harness.results.store.manifest import (
     PhaseSummary,
     ResumeRecord,
     SpecRecord,
+    SplitRecord,
 )
 from harness.results.store.schema import RunRow, TaskOutcome
 from harness.results.store.store import ResultStore
@@ -160,7 +161,12 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
             benchmark_folder_sha256=row.benchmark_sha256,
         ),
         args=ArgsRecord(as_passed=ctx.options.recorded()),
-        dataset=DatasetRecord(name=ctx.spec.dataset.name, source=ctx.spec.dataset.source, sha256=state.dataset),
+        dataset=DatasetRecord(
+            name=ctx.spec.dataset.name,
+            source=ctx.spec.dataset.source,
+            sha256=state.dataset,
+            splits={split: _split_record(ctx.spec, split, *chosen) for split, chosen in state.selected.items()},
+        ),
         model=ModelRecord(
             name=ctx.spec.model.name,
             hash_before=row.model_hash_before,
@@ -194,6 +200,12 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
         ),
         power=state.power,
     )
+
+
+def _split_record(spec: BenchmarkSpec, split: str, rows: int, sha256: str) -> SplitRecord:
+    entry = spec.dataset.splits.get(split)
+    select = entry.select.model_dump(mode="json") if entry is not None and entry.select is not None else None
+    return SplitRecord(select=select, rows=rows, rows_sha256=sha256)
 
 
 def _keep_earlier_manifest(path: Path, run_id: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from harness import timing, ui
-from harness.assets.data import load_split
+from harness.assets.data import load_split, rows_sha256
 from harness.assets.models import checkpoint_hash, prepare_model
 from harness.backends import get_backend
 from harness.backends.tools import tool_commands
@@ -196,9 +196,11 @@ class Runner:
                 timing.mark("server_launched")
             eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
             state.dataset[spec.evaluation.split] = eval_file.sha256
+            state.selected[spec.evaluation.split] = (len(eval_rows), rows_sha256(eval_rows))
             if not self.options.eval_only and spec.training.split != spec.evaluation.split:
-                _, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
+                train_rows, train_file = load_split(spec.dataset, spec.training.split, self.options.data_mirror)
                 state.dataset[spec.training.split] = train_file.sha256
+                state.selected[spec.training.split] = (len(train_rows), rows_sha256(train_rows))
             state.model_hash_before = checkpoint_hash(base_model)
         if state.saved is not None:
             where = state.run_dir / "run-state.json"

@@ -111,6 +111,8 @@ class RunState:
     summaries: dict[Evaluation, PhaseSummary] = field(default_factory=dict)
     episodes: dict[Evaluation, list[Episode]] = field(default_factory=dict)
     dataset: dict[str, str] = field(default_factory=dict)
+    selected: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Split -> (rows selected, sha256 of those rows): which rows of the file the run used."""
     simulator: SimulatorRecord | None = None
     """Who played the user (benchmarks with a simulated user); never a key."""
     git: tuple[str, bool] = ("unknown", True)

@@ -55,10 +55,20 @@ class ArgsRecord(_Record):
     )
 
 
+class SplitRecord(_Record):
+    """Which rows of its file a split is: the selection the spec gives (none: the whole file) and a hash of the
+    selected rows, in order, so two runs can tell that they used the same split."""
+
+    select: dict[str, Any] | None = Field(None, description="The spec's selection (a seeded shuffle or an ids file).")
+    rows: int = 0
+    rows_sha256: str = Field("", description="sha256 of the selected rows as canonical JSON lines, in order.")
+
+
 class DatasetRecord(_Record):
     name: str
     source: str
     sha256: dict[str, str] = Field(default_factory=dict, description="Split -> sha256 of its file.")
+    splits: dict[str, SplitRecord] = Field(default_factory=dict, description="Split -> the rows selected from it.")
 
 
 class ModelRecord(_Record):
