@@ -187,6 +187,9 @@ def run(
     from harness.rollout.loading import spec_path
 
     spec = load_checked_spec(spec_path(benchmark), profile)
+    if not eval_only and not spec.trains:
+        console.print(f"{benchmark}/{spec.profile} has no training: evaluating only (as --eval-only)")
+        eval_only = True
     first = seed if seed is not None else spec.seeds[0]
     seed_list = list(spec.seeds[:seeds]) if seed is None else []
     while len(seed_list) < seeds:

@@ -257,10 +257,11 @@ def test_fc_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_bfcl_run_end_to_end(smoke_model: Path, tmp_path: Path) -> None:
-    """`harness run bfcl --eval-only` with the served embedded model: a row, every episode scored by the checker."""
+    """`harness run bfcl` (the default profile has no training, so it evaluates, as `make bench-bfcl` does) with the
+    served embedded model: a row, every episode scored by the checker."""
     env = {**os.environ, "HARNESS_RESULTS": str(tmp_path / "results"), "HARNESS_ARTIFACTS": str(tmp_path / "a")}
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "bfcl", "--eval-only", "--limit", "4", "--backend", "local"],
+        [sys.executable, "-m", "harness.cli", "run", "bfcl", "--limit", "4", "--backend", "local"],
         capture_output=True,
         text=True,
         env=env,
@@ -268,6 +269,7 @@ def test_bfcl_run_end_to_end(smoke_model: Path, tmp_path: Path) -> None:
         timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "bfcl/simple-python has no training: evaluating only (as --eval-only)" in proc.stdout
     (rollouts,) = list((tmp_path / "a").rglob("rollouts-after.jsonl"))
     episodes = [json.loads(line) for line in rollouts.read_text().splitlines()]
     assert len(episodes) == 4
