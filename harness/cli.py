@@ -134,7 +134,11 @@ def run(
         ),
     ] = None,
     eval_only: Annotated[
-        bool, typer.Option("--eval-only", help="No training: evaluate the model (or --checkpoint) once.")
+        bool,
+        typer.Option(
+            "--eval-only",
+            help="No training: evaluate the model (or --checkpoint) once (a profile without training does).",
+        ),
     ] = False,
     checkpoint: Annotated[
         Path | None, typer.Option("--checkpoint", help="With --eval-only: a checkpoint folder to evaluate.")
