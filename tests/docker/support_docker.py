@@ -161,10 +161,15 @@ def unavailable(reason: str) -> None:
 
 
 def require_engine_and_images(*refs: str) -> None:
-    """Skip (with the reason) when no engine answers or an image is missing; CI provides both."""
+    """Skip (with the reason) when no engine answers or an image is missing; CI provides both. A default ``:latest``
+    CPU or calculator image stands for the one a run of this checkout uses (its content tag): a ``:latest`` left by
+    an older build is not enough, since the harness refuses images built from other code."""
+    from harness.backends.images import DEFAULT_CALCULATOR_IMAGE, DEFAULT_CPU_IMAGE, image_refs
+
     if not engine_answers():
         unavailable("no Docker engine answers (scripts/docker-setup.sh starts one)")
-    missing = [r for r in refs if not image_exists(r)]
+    used = dict(zip((DEFAULT_CPU_IMAGE, DEFAULT_CALCULATOR_IMAGE), image_refs(), strict=True))
+    missing = [used.get(r, r) for r in refs if not image_exists(used.get(r, r))]
     if missing:
         unavailable(f"docker image(s) missing: {', '.join(missing)} (scripts/build-images.sh cpu calculator)")
 
