@@ -97,7 +97,7 @@ def native_rows(parquet: Path, instructions: str) -> list[dict[str, Any]]:
     return rows
 
 
-def native_config(harness_config: dict[str, Any], out: Path, max_turns: int, max_tokens: int) -> dict[str, Any]:
+def native_config(harness_config: dict[str, Any], out: Path, max_turns: int) -> dict[str, Any]:
     """The harness arm's VERL configuration with verl's own agent, tool, data and reward in place of the harness's."""
     cfg = copy.deepcopy(harness_config)
     rollout = cfg["actor_rollout_ref"]["rollout"]
@@ -108,8 +108,8 @@ def native_config(harness_config: dict[str, Any], out: Path, max_turns: int, max
         "function_tool_path": str(NATIVE / "calculator_tool.py"),
         "max_assistant_turns": max_turns,
     }
-    # The harness's agent asks for at most max_tokens per LLM call; verl's loop bounds the whole response (the same
-    # data.max_response_length in both arms) instead.
+    # The harness's agent asks for at most evaluation.max_tokens per LLM call; verl's loop bounds the whole
+    # response instead (the same data.max_response_length in both arms).
     cfg["data"]["train_files"] = str(out / "native" / "train.parquet")
     cfg["data"]["val_files"] = str(out / "native" / "train.parquet")
     reward = {"path": str(NATIVE / "reward.py"), "name": "compute_score"}
@@ -123,7 +123,6 @@ def native_config(harness_config: dict[str, Any], out: Path, max_turns: int, max
         env.pop(key, None)
     env["VERL_FILE_LOGGER_PATH"] = str(out / "native" / "verl-metrics.jsonl")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    cfg["_max_tokens_per_call"] = max_tokens  # recorded for the report; not a VERL key
     return cfg
 
 
@@ -134,7 +133,6 @@ def run_native(config_path: Path) -> int:
     from omegaconf import OmegaConf
 
     run_config = json.loads(config_path.read_text())
-    run_config.pop("_max_tokens_per_call", None)
     os.environ["VERL_FILE_LOGGER_PATH"] = run_config["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"][
         "VERL_FILE_LOGGER_PATH"
     ]
@@ -237,7 +235,7 @@ def main() -> int:
     pd.DataFrame(native_rows(train / "data" / "train.parquet", spec.agent.instructions)).to_parquet(
         out / "native" / "train.parquet"
     )
-    config = native_config(harness_config, out, spec.agent.max_turns, spec.evaluation.max_tokens)
+    config = native_config(harness_config, out, spec.agent.max_turns)
     config_path = out / "native" / "verl-config.json"
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     print("verl arm: verl.trainer.main_ppo with its tool_agent loop", flush=True)

@@ -304,8 +304,7 @@ harness = verl_run_config(config, model_path="/model", train_file=str(train_file
 rows = vs.native_rows(train_file, spec.agent.instructions)
 (out / "native").mkdir()
 pd.DataFrame(rows).to_parquet(out / "native" / "train.parquet")
-native = vs.native_config(harness, out, spec.agent.max_turns, spec.evaluation.max_tokens)
-native.pop("_max_tokens_per_call")
+native = vs.native_config(harness, out, spec.agent.max_turns)
 with hydra.initialize_config_dir(config_dir=str(Path(main_ppo.__file__).parent / "config"), version_base=None):
     base = hydra.compose(config_name="ppo_trainer")
 OmegaConf.set_struct(base, False)
