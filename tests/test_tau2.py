@@ -238,3 +238,37 @@ def test_domain_shim_still_needed_and_working() -> None:
     assert "book_reservation" in {t.name for t in lab_runner.get_environment().get_tools()}
     with pytest.raises(ValueError, match="telecom"):
         compat.use_domain("telecom")
+
+
+def test_a_failed_tool_call_is_scored_not_an_error(tau2: Any) -> None:
+    """The benchmark applies the lab's patch_env_set_state (as the reference τ² script does): a conversation with a
+    failed tool call, recorded as Agent Framework records it, gets τ²'s score. Unpatched, τ²'s replay raises on it
+    (when it stops raising, the patch is no longer needed)."""
+    import agent_framework_lab_tau2 as lab
+    from agent_framework import Content, Message
+    from agent_framework_lab_tau2 import runner as lab_runner
+    from tau2.data_model.simulation import TerminationReason
+    from tau2.data_model.tasks import Task as Tau2Task
+    from tau2.environment.environment import Environment
+
+    spec, _ = tau2
+    (row,) = load_split(spec.dataset, "test")[0][:1]
+    call = Content.from_function_call("c1", "get_user_details", arguments={"user_id": "nobody_0000"})
+    failed = Content.from_function_result("c1", result="Error: Function failed.", exception="ValueError")
+    talk = [
+        Message(role="assistant", contents=[Content.from_text("Hi! How can I help you today?")]),
+        Message(role="user", contents=[Content.from_text("I want to cancel my trip.")]),
+        Message(role="assistant", contents=[call]),
+        Message(role="tool", contents=[failed]),
+        Message(role="assistant", contents=[Content.from_text("I could not find you.")]),
+    ]
+    patched = Environment.set_state
+    runner = lab_runner.TaskRunner(max_steps=10)
+    reward = runner.evaluate(Tau2Task(**row), talk, TerminationReason.USER_STOP)
+    assert reward in (0.0, 1.0) and runner.full_reward_info is not None
+    try:
+        lab.unpatch_env_set_state()
+        with pytest.raises(ValueError, match="nobody_0000"):
+            lab_runner.TaskRunner(max_steps=10).evaluate(Tau2Task(**row), talk, TerminationReason.USER_STOP)
+    finally:
+        Environment.set_state = patched

