@@ -170,7 +170,7 @@ def test_identity_ignores_the_writer_and_sees_the_model(chunked: tuple[Path, lis
 def test_qwen_tool_calls_parse_and_the_doubled_example_does_not() -> None:
     """The agent's parser reads Qwen's <tool_call> format; the GGUF's doubled-brace example, copied by the model,
     is no tool call at all (why the template is fixed)."""
-    from harness.engines.verl.rollout import parse_hermes
+    from harness.rollout.toolcalls import parse_hermes
 
     text = 'Let me compute.\n<tool_call>\n{"name": "calculate", "arguments": {"expression": "41 - 6"}}\n</tool_call>'
     content, calls = parse_hermes(text)

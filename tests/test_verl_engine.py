@@ -23,11 +23,12 @@ from typing import Any
 import pytest
 
 from harness.engines.verl.engine import VerlConfig, VerlEngine, resolve_ray_address, to_verl_dict, verl_run_config
-from harness.engines.verl.rollout import NoTrainableTokens, Trajectory, parse_hermes, traced_rollout
+from harness.engines.verl.rollout import NoTrainableTokens, Trajectory, traced_rollout
 from harness.engines.verl.worker import step_record
 from harness.errors import HarnessError
 from harness.rollout.loading import open_benchmark
 from harness.rollout.protocol import Task
+from harness.rollout.toolcalls import parse_hermes
 from harness.spec import load_spec
 from support import MATH_SPEC
 
@@ -219,6 +220,36 @@ def test_trace_of_a_tool_using_episode(tokenizer: Any) -> None:
     assert [lp for lp, m in zip(trajectory.response_logprobs, trajectory.response_mask, strict=True) if m] == [
         -0.5
     ] * sum(trajectory.response_mask)
+
+
+@pytest.mark.parametrize("json_tool_calls", [True, False])
+def test_a_fenced_json_call_is_a_call_when_the_spec_says_so(tokenizer: Any, json_tool_calls: bool) -> None:
+    """serving.json_tool_calls in training: the policy's reply that is only a fenced JSON call runs the real
+    calculator (its tokens trained as generated); without the option it is the final answer, and scores 0."""
+    _, bench, _ = open_benchmark("math", "smoke-verl")
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    turns = ['```json\n{"name": "calculate", "arguments": {"expression": "17*23"}}\n```', "### 391"]
+    calls: list[int] = []
+
+    async def generate(prompt_ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float]]:
+        calls.append(len(prompt_ids))
+        ids = tokenizer(turns[len(calls) - 1], add_special_tokens=False)["input_ids"] + [end]
+        return ids, [-0.5] * len(ids)
+
+    async def run() -> Any:
+        trajectory = Trajectory(tokenizer, generate, {"temperature": 1.0}, 512, json_tool_calls=json_tool_calls)
+        async with bench.resources() as resources:
+            task = Task(id="t", prompt="What is 17 times 23?", answer="391")
+            return await traced_rollout(bench, task, trajectory, max_turns=5, seed=0, resources=resources)
+
+    result = asyncio.run(run())
+    if json_tool_calls:
+        assert result.passed and [c.tool_calls for c in result.trajectory.calls] == [1, 0]
+        assert result.trajectory.messages[3] == {**result.trajectory.messages[3], "role": "tool", "content": "391"}
+        first = tokenizer(turns[0], add_special_tokens=False)["input_ids"] + [end]
+        assert result.trajectory.response_ids[: len(first)] == first  # trained on what it generated
+    else:
+        assert not result.passed and len(calls) == 1
 
 
 @pytest.mark.parametrize(("cap", "first"), [(None, 512), (128, 128), (4096, 512)])

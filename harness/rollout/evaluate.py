@@ -25,6 +25,7 @@ from harness import timing
 from harness.rollout.blame import blame, code_error
 from harness.rollout.protocol import Benchmark, Episode, RolloutContext, SimulatorContext, Task
 from harness.rollout.records import finished, to_line
+from harness.rollout.toolcalls import JsonToolCallTransport
 from harness.rollout.tracing import TraceStore, TracingTransport, rollout_scope
 
 
@@ -50,6 +51,8 @@ class EvalSettings:
     """When set, the policy's calls are traced token by token per rollout (training engines)."""
     request_log: list[dict[str, Any]] | None = None
     """When set, every request body sent to the model server is appended here (used by bench/eval_throughput)."""
+    json_tool_calls: bool = False
+    """Read a reply that is only a JSON call to an offered tool as that call (serving.json_tool_calls)."""
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -185,8 +188,10 @@ async def evaluate(
         hooks.setdefault("request", []).append(mark_first)
     limits = httpx.Limits(max_connections=settings.concurrency * 2)
     transport: httpx.AsyncBaseTransport | None = None
+    if settings.json_tool_calls:
+        transport = JsonToolCallTransport(httpx.AsyncHTTPTransport(limits=limits))
     if settings.trace is not None:
-        transport = TracingTransport(settings.trace, httpx.AsyncHTTPTransport(limits=limits))
+        transport = TracingTransport(settings.trace, transport or httpx.AsyncHTTPTransport(limits=limits))
     client = openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,

@@ -285,6 +285,7 @@ class Runner:
             simulator_model=sim.model if sim else "",
             simulator_api_key=sim.api_key if sim else "EMPTY",
             trace=trace,
+            json_tool_calls=self.spec.serving.json_tool_calls,
         )
 
     def _train_tasks(self) -> list[Task]:

@@ -219,6 +219,12 @@ class ServingSpec(StrictModel):
         "runs at full speed; on a machine with a GPU, auto (harness.serving.hardware). Recorded in the run's manifest.",
     )
     tool_call_parser: str = "hermes"
+    json_tool_calls: bool = Field(
+        False,
+        description="Also read a reply that is only a JSON tool call ({name, arguments}, or a list of them; bare or in "
+        "one code fence) naming an offered tool as that call, in evaluation and in training alike: for models that "
+        "drop the hermes tags (Qwen2.5-Coder under a long system prompt). Prose stays text.",
+    )
     enforce_eager: bool = True
     startup_timeout_s: PositiveFloat = 600.0
     extra_args: list[str] = Field(default_factory=list)

@@ -111,6 +111,7 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
             generate=generate,
             sampling_params=dict(sampling_params),
             response_budget=response_length,
+            json_tool_calls=runtime.bench.spec.serving.json_tool_calls,
         )
         result = await traced_rollout(
             runtime.bench,

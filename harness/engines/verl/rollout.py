@@ -15,7 +15,6 @@ Nothing here imports VERL; ``harness.engines.verl.agent_loop`` plugs it into VER
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -27,11 +26,11 @@ import httpx
 from harness.engines.shaping import Shaping, training_reward
 from harness.rollout.blame import AgentFailure, blame, code_error
 from harness.rollout.protocol import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.rollout.toolcalls import parse_tool_calls, tool_names
 
 Generate = Callable[[list[int], dict[str, Any]], Awaitable[tuple[list[int], list[float] | None]]]
 """``await generate(prompt_ids, sampling_params) -> (token_ids, log_probs or None)``; ``max_tokens`` is set."""
 
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 POLICY_BASE_URL = "http://policy.invalid/v1"
 
 
@@ -75,6 +74,8 @@ class Trajectory:
     messages: list[dict[str, Any]] = field(default_factory=list)
     """The conversation as traced: what the policy saw, with its own assistant turns as it generated them."""
     tools: list[dict[str, Any]] | None = None
+    json_tool_calls: bool = False
+    """Also read a reply that is only a JSON call to an offered tool as that call (serving.json_tool_calls)."""
 
     # -- rendering ------------------------------------------------------------------------------------------
 
@@ -157,7 +158,8 @@ class Trajectory:
         latency = time.perf_counter() - started
         self._extend(list(token_ids), mask=1, logprobs=logprobs)
         text = str(self.tokenizer.decode(token_ids, skip_special_tokens=True))
-        content, tool_calls = parse_hermes(text)
+        names = tool_names({"tools": self.tools})
+        content, tool_calls = parse_tool_calls(text, names, self.json_tool_calls)
         stopped = bool(token_ids) and token_ids[-1] in set(self.tokenizer.all_special_ids)
         finish = "tool_calls" if tool_calls else ("stop" if stopped else "length")
         assistant: dict[str, Any] = {"role": "assistant", "content": content}
@@ -212,28 +214,6 @@ def _normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     if message.get("name"):
         out["name"] = message["name"]
     return out
-
-
-def parse_hermes(text: str) -> tuple[str, list[dict[str, Any]]]:
-    """Split generated text into content and Hermes-format tool calls (``<tool_call>{json}</tool_call>``)."""
-    calls: list[dict[str, Any]] = []
-    for raw in _TOOL_CALL.findall(text):
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-            continue
-        args = data.get("arguments", {})
-        calls.append(
-            {
-                "id": f"call_{uuid.uuid4().hex[:12]}",
-                "name": data["name"],
-                "arguments": args if isinstance(args, dict) else {"value": args},
-            }
-        )
-    content = _TOOL_CALL.sub("", text).strip() if calls else text.strip()
-    return content, calls
 
 
 def _completion_json(
