@@ -102,8 +102,10 @@ def apply_edits(text: str, changes: list[Edit]) -> str:
 
 
 def number(text: str) -> float | None:
+    """A metric's printed value: verl prints ``pprint.pformat(v)`` (``0.5``, or ``np.float64(0.5)`` with NumPy 2)."""
+    m = re.fullmatch(r"(?:np\.\w+\()?([^()]*)\)?", text)
     try:
-        return float(text)
+        return float(m.group(1) if m else text)
     except ValueError:
         return None
 
@@ -126,8 +128,10 @@ def parse_steps(log: str) -> list[dict[str, float]]:
 
 
 def val_key(entry: dict[str, float]) -> str | None:
-    keys = sorted(k for k in entry if k.startswith("val") and ("reward" in k or "score" in k))
-    return keys[0] if keys else None
+    """The validation reward's key: agent-lightning logs ``val/reward``, verl ``val-core/<source>/reward/mean@1``;
+    a mean before a spread."""
+    keys = [k for k in entry if k.startswith("val") and ("reward" in k or "score" in k) and "std" not in k]
+    return min(keys, key=lambda k: ("mean" not in k and k != "val/reward", k)) if keys else None
 
 
 def reference_summary(steps: list[dict[str, float]], samples_per_step: int) -> dict[str, Any]:

@@ -48,7 +48,8 @@ def test_verl_console_metrics_are_read_per_step() -> None:
             "noise line",
             "(TaskRunner pid=1) step:1 - critic/score/mean:0.125 - response_length/mean:100.0 - timing_s/gen:4.0 "
             "- timing_s/step:10.0 - perf/throughput:900.0",
-            "step:2 - critic/score/mean:0.25 - response_length/mean:120.0 - timing_s/gen:4.0 - timing_s/step:12.0",
+            "step:2 - critic/score/mean:np.float64(0.25) - response_length/mean:120.0 - timing_s/gen:4.0 "
+            "- timing_s/step:np.float32(12.0)",
             "step:3 - critic/score/mean:0.5 - response_length/mean:80.0 - timing_s/gen:2.0 - timing_s/step:30.0 "
             "- val/reward:0.35",
         ]
