@@ -46,30 +46,7 @@ trap 'rm -rf "$stage"' EXIT
 # split_lock LOCK OUT_PREFIX: OUT_PREFIX.carried (hash-locked entries to carry as wheels), OUT_PREFIX.sdist (the
 # sdist-only entries), OUT_PREFIX.machine (names left to the machine). Entries keep their hashes.
 split_lock() {
-    "$python" - "$1" "$2" "$machine_has" "$h200" "${sdists[@]}" <<'EOF'
-import re, sys
-lock, prefix, machine_has, h200, *sdists = sys.argv[1:]
-norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
-proven = {norm(l.split("==")[0]) for l in open(h200) if "==" in l and not l.lstrip().startswith("#")}
-entries, cur = [], ""
-for raw in open(lock):
-    line = raw.rstrip("\n")
-    if not cur and (not line.strip() or line.lstrip().startswith("#")):
-        continue
-    cur += line + "\n"
-    if not line.rstrip().endswith("\\"):
-        entries.append(cur)
-        cur = ""
-files = {k: open(f"{prefix}.{k}", "w") for k in ("carried", "sdist", "machine")}
-for e in entries:
-    name = norm(e.split("==")[0])
-    if name in map(norm, sdists):
-        files["sdist"].write(e)
-    elif re.match(machine_has, name) and name not in proven:
-        files["machine"].write(name + "\n")
-    else:
-        files["carried"].write(e)
-EOF
+  "$python" "$here/scripts/wheels.py" split "$1" "$2" --machine "$machine_has" --keep "$h200" --sdist "${sdists[@]}"
 }
 
 platform_args=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none)
@@ -105,24 +82,7 @@ download "$convert_lock" "$wheels/convert" gpu-convert.lock
 # Only the wheels of the carried locks go into the tar (the download folder may hold other versions from earlier
 # runs); pip picks among them by hash at install time.
 pick() {  # pick CARRIED_LOCK SRC DEST
-  "$python" - "$@" <<'EOF'
-import os, re, shutil, sys
-carried, src, dest = sys.argv[1:]
-os.makedirs(dest, exist_ok=True)
-norm = lambda n: re.sub(r"[-_.]+", "_", n).lower()
-pins = [norm(l.split("==")[0]) + "-" + l.split("==")[1].split()[0].rstrip("\\").strip() + "-"
-        for l in open(carried) if "==" in l]
-files = [f for f in os.listdir(src) if f.endswith(".whl")]
-for pin in pins:
-    found = [f for f in files if f.lower().startswith(pin)]
-    if not found:
-        sys.exit(f"no wheel for {pin[:-1]} in {src}")
-    for f in found:
-        try:
-            os.link(os.path.join(src, f), os.path.join(dest, f))
-        except OSError:
-            shutil.copy(os.path.join(src, f), dest)
-EOF
+  "$python" "$here/scripts/wheels.py" pick "$@"
 }
 pick "$stage/gpu.lock.carried" "$wheels" "$stage/pack/wheels"
 pick "$stage/gpu-calculator.lock.carried" "$wheels/calculator" "$stage/pack/calculator-wheels"

@@ -19,7 +19,7 @@ cat "$parts"/part_* | tar xf - -C "$prefix/unpacked"
 "$python" -m venv --without-pip "$prefix/ref" >&2
 site=$("$prefix/ref/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --require-hashes \
-  --find-links "$prefix/unpacked/wheels" --target "$site" -r "$prefix/unpacked/locks/reference.lock.wheels" >&2
+  --find-links "$prefix/unpacked/wheels" --target "$site" -r "$prefix/unpacked/locks/reference.lock.carried" >&2
 # Built here from the lock's hash-checked sdists (their wheels' hashes are in locks/sdist-wheels.sha256).
 "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --target "$site" \
   "$prefix"/unpacked/sdist-wheels/*.whl >&2

@@ -27,58 +27,26 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/pack/locks" "$stage/pack/wheels" "$stage/pack/sdist-wheels" "$stage/sdists"
 
-# The lock's entries (with their hashes), split into the ones carried as downloaded wheels and the sdist-only ones.
-"$python" - "$lock" "$stage/lock" "${sdists[@]}" <<'EOF'
-import re, sys
-lock, prefix, *sdists = sys.argv[1:]
-norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
-entries, cur = [], ""
-for raw in open(lock):
-    line = raw.rstrip("\n")
-    if not cur and (not line.strip() or line.lstrip().startswith("#")):
-        continue
-    cur += line + "\n"
-    if not line.rstrip().endswith("\\"):
-        entries.append(cur)
-        cur = ""
-with open(f"{prefix}.wheels", "w") as w, open(f"{prefix}.sdist", "w") as s:
-    for e in entries:
-        (s if norm(e.split("==")[0]) in map(norm, sdists) else w).write(e)
-EOF
+# The lock's entries (with their hashes): lock.carried to download as wheels, lock.sdist the sdist-only ones.
+"$python" "$here/scripts/wheels.py" split "$lock" "$stage/lock" --sdist "${sdists[@]}"
 
 platform_args=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none)
 for p in manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 manylinux1 linux; do
   platform_args+=(--platform "${p}_x86_64")
 done
 platform_args+=(--platform any)
-n=$(grep -c '==' "$stage/lock.wheels")
+n=$(grep -c '==' "$stage/lock.carried")
 echo "downloading $n wheels (about 4.9 GiB) into $wheels" >&2
 "$python" -m pip download -q --disable-pip-version-check --no-deps --require-hashes "${platform_args[@]}" \
-  -d "$wheels" -r "$stage/lock.wheels"
+  -d "$wheels" -r "$stage/lock.carried"
 "$python" -m pip download -q --disable-pip-version-check --no-deps --require-hashes --no-binary :all: \
   -d "$stage/sdists" -r "$stage/lock.sdist"
 "$python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$stage/pack/sdist-wheels" "$stage"/sdists/*
 
 # Only the lock's wheels go into the tar (the download folder may hold other versions from earlier runs).
-"$python" - "$stage/lock.wheels" "$wheels" "$stage/pack/wheels" <<'EOF'
-import os, re, shutil, sys
-carried, src, dest = sys.argv[1:]
-norm = lambda n: re.sub(r"[-_.]+", "_", n).lower()
-pins = [norm(l.split("==")[0]) + "-" + l.split("==")[1].split()[0].rstrip("\\").strip() + "-"
-        for l in open(carried) if "==" in l]
-files = [f for f in os.listdir(src) if f.endswith(".whl")]
-for pin in pins:
-    found = [f for f in files if f.lower().startswith(pin)]
-    if not found:
-        sys.exit(f"no wheel for {pin[:-1]} in {src}")
-    for f in found:
-        try:
-            os.link(os.path.join(src, f), os.path.join(dest, f))
-        except OSError:
-            shutil.copy(os.path.join(src, f), dest)
-EOF
+"$python" "$here/scripts/wheels.py" pick "$stage/lock.carried" "$wheels" "$stage/pack/wheels"
 cp "$lock" "$stage/pack/locks/reference.lock"
-cp "$stage/lock.wheels" "$stage/pack/locks/reference.lock.wheels"
+cp "$stage/lock.carried" "$stage/pack/locks/reference.lock.carried"
 (cd "$stage/pack/sdist-wheels" && sha256sum -- *.whl) > "$stage/pack/locks/sdist-wheels.sha256"
 
 rm -f "$out"/part_* "$out/SHA256SUMS"
