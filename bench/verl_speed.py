@@ -3,7 +3,7 @@ per second, from one GPU machine.
 
 Two arms, one after the other on the same GPU:
 
-* **harness**: ``harness run math --profile speed-h200 --skip-baseline`` (the tuned H200 recipe for one epoch = 8 GRPO
+* **harness**: ``harness run math --profile speed-h200 --skip-baseline`` (the tuned H200 recipe for 6 GRPO
   steps, no validation; a short evaluation after it that this script does not time). The benchmark's own Agent
   Framework agent runs in the harness's agent loop, with the MCP calculator, every LLM call traced to tokens.
 * **verl**: ``verl.trainer.main_ppo`` with the same VERL configuration (written by the harness arm:
