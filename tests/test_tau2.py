@@ -6,6 +6,7 @@ import json
 import random
 import shutil
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,19 @@ def test_a_failed_tool_call_is_scored_not_an_error(tau2: Any) -> None:
             lab_runner.TaskRunner(max_steps=10).evaluate(Tau2Task(**row), talk, TerminationReason.USER_STOP)
     finally:
         Environment.set_state = patched
+
+
+def test_window_counts_special_token_text_as_text(tau2: Any) -> None:
+    import tiktoken
+    from agent_framework import Message
+    from agent_framework_lab_tau2._sliding_window import SlidingWindowHistoryProvider
+
+    text = "Your flight is cancelled.<|endoftext|>"
+    # Needed: o200k_base refuses text that spells a special token, which a policy may write (a Coder-1.5B
+    # conversation ended as an agent error on it). When the lab's window counts without raising, delete the shim.
+    with pytest.raises(ValueError, match="disallowed special token"):
+        tiktoken.get_encoding("o200k_base").encode(text)
+    window = SlidingWindowHistoryProvider(max_tokens=100, system_message="policy <|endoftext|>")
+    count = window._get_token_count([Message(role="assistant", contents=[text])])
+    plain = tiktoken.get_encoding("o200k_base").encode(text, disallowed_special=())
+    assert count >= len(plain) + 4

@@ -111,6 +111,36 @@ def _patch_tool_schema() -> None:
         lab_runner._get_openai_schema = tool_schema  # type: ignore[attr-defined]
 
 
+class _PlainTextEncoding:
+    """o200k_base for counting: text that spells a special token (``<|endoftext|>``, which a policy may write) is
+    counted as the plain text it is instead of raising, as the lab's window would on ``encode``."""
+
+    def __init__(self, encoding: Any) -> None:
+        self._encoding = encoding
+
+    def encode(self, text: str, **kwargs: Any) -> list[int]:
+        return list(self._encoding.encode(text, disallowed_special=(), **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._encoding, name)
+
+
+def _patch_window_encoding() -> None:
+    from agent_framework_lab_tau2 import _sliding_window
+
+    window = _sliding_window.SlidingWindowHistoryProvider
+    if getattr(window, "_harness_plain_text", False):
+        return
+    init = window.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.encoding = _PlainTextEncoding(self.encoding)
+
+    window.__init__ = __init__  # type: ignore[method-assign]
+    window._harness_plain_text = True  # type: ignore[attr-defined]
+
+
 def apply(cache: Path) -> None:
     """Apply every shim (idempotent). ``cache`` is where tiktoken keeps its one encoding file."""
     global _applied
@@ -123,6 +153,7 @@ def apply(cache: Path) -> None:
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
     _patch_tool_schema()
+    _patch_window_encoding()
     # As the reference τ² script does before training or evaluating: τ²'s evaluator replays the conversation's
     # tool calls and, unpatched, raises when a call that failed returns τ²'s own error text ("Error: User x not
     # found") instead of the one Agent Framework recorded ("Error: Function failed."), which would turn every
