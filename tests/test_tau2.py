@@ -159,6 +159,33 @@ def test_training_reward_shaping(tau2: Any) -> None:
     assert training_reward(full_bench, ep, task, full) == 0.0  # the reference profile trains on τ²'s reward alone
 
 
+def test_action_checks_of_a_conversation_cut_at_max_steps(tau2: Any) -> None:
+    """τ²'s evaluator scores a conversation cut at max_steps 0 with no action checks; the shaping still sees which
+    expected actions its tool calls matched, by τ²'s own ActionEvaluator."""
+    from tau2.data_model.message import AssistantMessage, ToolCall
+    from tau2.data_model.simulation import RewardInfo
+    from tau2.data_model.tasks import Task as Tau2Task
+
+    _spec, bench = tau2
+    task = next(t for t in map(Tau2Task.model_validate, _package_tasks()) if len(t.evaluation_criteria.actions) > 1)
+    golden = task.evaluation_criteria.actions
+    call = ToolCall(id="c1", name=golden[0].name, arguments=golden[0].arguments, requestor="assistant")
+    messages = [AssistantMessage(role="assistant", content=None, tool_calls=[call])]
+    cut = RewardInfo(reward=0.0, info={"note": "Simulation terminated prematurely. Termination reason: max_steps"})
+    module = sys.modules[type(bench).__module__]
+    checks = module.action_checks(task, messages, cut)
+    assert [c["action_match"] for c in checks] == [True] + [False] * (len(golden) - 1)
+    ep = Episode(task_id=task.id, sample=0, reward=0.0, tool_calls=1)
+    ep.info.update(reward_info=cut.model_dump(mode="json"), action_checks=checks)
+    assert bench.shaping(ep, Task(id=task.id, prompt="{}", answer=""))["action_credit"] == pytest.approx(
+        1 / len(golden)
+    )
+    # τ²'s own checks, where it made them, are the ones kept; no tool call matches nothing
+    own = RewardInfo.model_validate({"reward": 0.0, "action_checks": checks})
+    assert module.action_checks(task, [], own) == checks
+    assert [c["action_match"] for c in module.action_checks(task, [], None)] == [False] * len(golden)
+
+
 # -- the compatibility shims: each test fails when its shim stops working or stops being needed ---------------
 
 

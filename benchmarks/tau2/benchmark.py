@@ -104,6 +104,7 @@ class Tau2Benchmark(Benchmark):
         info = runner.full_reward_info
         termination = runner.termination_reason.value if runner.termination_reason else "too_many_errors"
         records = [message_record(m) for m in conversation]
+        tau2_messages = convert_agent_framework_messages_to_tau2_messages(conversation)
         return Episode(
             task_id=task.id,
             sample=0,
@@ -117,9 +118,8 @@ class Tau2Benchmark(Benchmark):
             info={
                 "termination_reason": termination,
                 "reward_info": info.model_dump(mode="json") if info is not None else None,
-                "tau2_messages": [
-                    m.model_dump(mode="json") for m in convert_agent_framework_messages_to_tau2_messages(conversation)
-                ],
+                "action_checks": action_checks(tau2_task, tau2_messages, info),
+                "tau2_messages": [m.model_dump(mode="json") for m in tau2_messages],
             },
         )
 
@@ -187,7 +187,22 @@ class Tau2Benchmark(Benchmark):
 
     def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
         """``tool_call_bonus``: the assistant made at least one tool call; ``action_credit``: the share of τ²'s
-        expected actions it matched."""
-        checks = (episode.info.get("reward_info") or {}).get("action_checks") or []
+        expected actions it matched (:func:`action_checks`: in a conversation cut at ``max_steps`` too)."""
+        checks = episode.info.get("action_checks") or (episode.info.get("reward_info") or {}).get("action_checks")
+        checks = checks or []
         matched = sum(bool(c.get("action_match")) for c in checks) / len(checks) if checks else 0.0
         return {"tool_call_bonus": float(episode.tool_calls > 0), "action_credit": matched}
+
+
+def action_checks(task: Any, messages: Sequence[Any], info: Any) -> list[dict[str, Any]]:
+    """τ²'s checks of the task's expected actions against the conversation's tool calls: the evaluator's own, or,
+    where it made none because the conversation did not end (cut at ``max_steps``, reward 0 whatever was done),
+    τ²'s ``ActionEvaluator`` on the conversation as it stands. For shaping only; the reward stays τ²'s."""
+    if info is not None and info.action_checks:
+        return [c.model_dump(mode="json") for c in info.action_checks]
+    from tau2.evaluator.evaluator_action import ActionEvaluator
+
+    golden = task.evaluation_criteria.actions if task.evaluation_criteria is not None else None
+    if not golden:
+        return []
+    return [c.model_dump(mode="json") for c in ActionEvaluator.evaluate_actions(list(messages), golden)]
