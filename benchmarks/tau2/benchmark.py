@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +23,7 @@ from harness.rollout import Benchmark, Episode, RolloutContext, Task, load_modul
 from harness.spec import BenchmarkSpec
 
 _compat = load_module(Path(__file__).with_name("compat.py"), "harness_benchmark_tau2_compat")
+_framing = load_module(Path(__file__).with_name("user_framing.py"), "harness_benchmark_tau2_user_framing")
 
 
 class Tau2Options(BaseModel):
@@ -35,6 +36,11 @@ class Tau2Options(BaseModel):
     max_steps: int = Field(100, gt=1, description="Most messages (both sides) before the conversation is cut.")
     assistant_window: int = Field(4000, gt=0, description="Token window of the assistant's history (o200k count).")
     user_max_tokens: int = Field(256, gt=0, description="Most tokens per user-simulator message.")
+    user_framing: Literal["roles", "transcript"] = Field(
+        "roles",
+        description="How the user simulator is asked for its next message: roles (τ²'s, the chat with roles "
+        "flipped) or transcript (the conversation written out, the reply continuing 'Customer:'; user_framing.py).",
+    )
 
 
 @register_benchmark
@@ -96,7 +102,10 @@ class Tau2Benchmark(Benchmark):
         runner = self._runner(ctx)
         assistant = OpenAIChatCompletionClient(model=ctx.model, async_client=ctx.client)
         assistant.function_invocation_configuration["max_iterations"] = ctx.max_turns  # tool rounds per reply
-        user = OpenAIChatCompletionClient(model=ctx.simulator.model, async_client=ctx.simulator.client)
+        sim_client = ctx.simulator.client
+        if self.options.user_framing == "transcript":
+            sim_client = _framing.TranscriptClient(sim_client)
+        user = OpenAIChatCompletionClient(model=ctx.simulator.model, async_client=sim_client)
         started = time.perf_counter()
         conversation = await runner.run(tau2_task, assistant, user)
         latency = time.perf_counter() - started
