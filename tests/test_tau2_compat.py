@@ -1,6 +1,6 @@
 """The LiteLLM and loguru shims of benchmarks/tau2/compat.py: each has a test that fails when the shim stops working
-and one that fails when it stops being needed (the upstream behaviour it works around is gone). The tiktoken and
-tool-schema shims have theirs in test_tau2.py.
+and one that fails when it stops being needed (the upstream behaviour it works around is gone). The tiktoken,
+tool-schema and history-window shims have theirs in test_tau2.py.
 
 Each side runs in a fresh interpreter (the shims change process-wide state: an environment variable read at
 LiteLLM's import, loguru's global handlers) that imports what the benchmark imports, the lab runner and through it
