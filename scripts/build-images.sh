@@ -74,9 +74,11 @@ torch_wheel() {
 }
 
 # --- stage a minimal build context: exactly the inputs, plus wheels/ ------------------------------------------------
+# Each call of this script stages into a folder of its own (STAGING, removed on exit): two at once (the tests ask for
+# the tags from two pytest processes while a run picks its backend) would otherwise empty each other's context and
+# hash half of it.
 stage() {
-    local image=$1 ctx=$CACHE/context/$1 path wheel
-    rm -rf "$ctx"
+    local image=$1 ctx=$STAGING/$1 path wheel
     mkdir -p "$ctx/wheels"
     for path in $(inputs "$image"); do
         [ -e "$path" ] || die "$path is missing (needed by the $image image)"
@@ -141,6 +143,8 @@ extra_ca() {
 }
 
 mkdir -p "$CACHE"
+STAGING=$(mktemp -d "$CACHE/context.XXXXXX")
+trap 'rm -rf "$STAGING"' EXIT
 tags=()
 for image in "${images[@]}"; do
     ctx=$(stage "$image")

@@ -204,6 +204,17 @@ def test_build_script_hashes_every_copied_file(image: str) -> None:
             assert src == "wheels" or src in inputs, f"RUN --mount source {src} is not hashed by build-images.sh"
 
 
+def test_content_tags_are_the_same_when_asked_for_at_once() -> None:
+    """Several processes ask for this checkout's tags at the same time (the two pytest processes of `make test`, a run
+    choosing its backend): each stages its own context, so all get the same tags and none fails."""
+    cmd = ["bash", str(BUILD_SCRIPT), "--tags-only", "cpu", "calculator"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    assert all(rc == 0 for rc, _, _ in results), [err[-500:] for _, _, err in results]
+    tags = {out for _, out, _ in results}
+    assert len(tags) == 1 and len(tags.pop().split()) == 2, results
+
+
 def test_scripts_are_valid_bash() -> None:
     for script in ("docker-setup.sh", "build-images.sh"):
         path = ROOT / "scripts" / script
