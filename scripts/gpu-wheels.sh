@@ -112,5 +112,6 @@ c=$(ls "$stage/pack/calculator-wheels" | wc -l)
 v=$(ls "$stage/pack/convert-wheels" | wc -l)
 m=$(wc -l < "$stage/gpu.lock.machine")
 size=$(du -cm "$out"/part_* | tail -1 | cut -f1)
-b=$(ls "$stage/pack/bfcl-wheels" 2>/dev/null | wc -l)
+b=0  # no BFCL folder without BFCL=1 (an `ls` of it would end the script under pipefail, with no message)
+[ -d "$stage/pack/bfcl-wheels" ] && b=$(ls "$stage/pack/bfcl-wheels" | wc -l)
 echo "$n wheels + $c calculator + $v conversion + $b BFCL checker wheels (gpu.lock sha256 $(sha256sum "$lock" | cut -c1-12); $m pins left to the machine's torch), ${size} MiB in $(ls "$out"/part_* | wc -l) parts of at most ${part_mib} MiB: $out"
