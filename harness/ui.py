@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -20,10 +22,21 @@ def progress(console: Console) -> Progress:
     )
 
 
-def print_summary(console: Console, label: str, s: Any) -> None:
-    """One phase's pass rate with its interval and error counts (and pass^k for several trials per task)."""
+def print_summary(
+    console: Console,
+    label: str,
+    s: Any,
+    server_log: Path | None = None,
+    cause_of: Callable[[Path], str | None] | None = None,
+) -> None:
+    """One phase's pass rate with its interval and error counts (and pass^k for several trials per task). When no
+    rollout was scored, the model server's log (``server_log``) and the first error ``cause_of`` reads in it."""
     if s.pass_rate is None or s.ci is None:
-        console.print(f"  {label}: no scored rollouts ({s.infra_errors} infra errors)")
+        line = f"  {label}: no scored rollouts ({s.infra_errors} infra errors)"
+        if server_log is not None and cause_of is not None and s.infra_errors:
+            cause = cause_of(server_log)
+            line += f"; the model server's log {f'says {cause}' if cause else 'names no error'}: {server_log}"
+        console.print(line, markup=False, highlight=False)
         return
     console.print(
         f"  {label}: pass@1 {s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] "

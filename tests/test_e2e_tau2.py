@@ -103,6 +103,8 @@ def test_tau2_run_survives_a_dead_user_simulator(smoke_model: Path, tmp_path: Pa
     out = "".join(lines)
     assert proc.returncode == 0, out[-5000:]
     assert killed.is_set(), out[-3000:]
+    # the evaluation with no scored rollout says so, and where the policy server's log is (its server was fine)
+    assert "no scored rollouts (2 infra errors); the model server's log names no error" in out, out[-3000:]
 
     rows = list(csv.DictReader((tmp_path / "results" / "tau2" / "runs.csv").open()))
     assert len(rows) == 1

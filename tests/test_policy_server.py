@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.serving.hardware import gpu_names
 from harness.serving.policy import PolicyServer, reloadable
 from harness.serving.server import ModelServer
 from harness.spec import ServingSpec
@@ -146,3 +147,43 @@ def test_server_environment_defaults_and_overrides(monkeypatch: pytest.MonkeyPat
     assert args[args.index("--kv-cache-memory-bytes") + 1] == str(2**28)
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")  # the user's environment wins
     assert server_env(SERVING)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+
+
+def sampled(server: ModelServer, prompt: str, seed: int) -> httpx.Response:
+    return httpx.post(
+        server.endpoint.base_url + "/chat/completions",
+        json={
+            "model": server.endpoint.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 1.0,
+            "seed": seed,
+            "max_tokens": 4,
+        },
+        timeout=120,
+    )
+
+
+def test_seeded_sampling_on_a_cpu_survives_a_prompt_computed_in_parts(smoke_model: Path, tmp_path: Path) -> None:
+    """vLLM's CPU engine dies when a seeded request sampled above temperature 0 is in a partly computed prompt
+    (chunked prefill), as BFCL's evaluation does with 64 prompts at once; the harness serves a CPU without chunked
+    prefill. The first server forces the parts (a 512-token step, a longer prompt) to show the failure is still
+    there: when it answers, vLLM has fixed it and ``serving.server.CHUNKED_PREFILL_FLAGS``' rule can go."""
+    from harness.serving.server import first_error, serve, vllm_args
+
+    if gpu_names():
+        pytest.skip("a GPU machine: vLLM keeps chunked prefill there")
+    spec = ServingSpec(dtype="float32", kv_cache_gib=0.25, max_model_len=1024)
+    assert "--no-enable-chunked-prefill" in vllm_args(smoke_model, "m", 1, spec)
+    prompt = "Add up these numbers and say the total: " + " + ".join(str(i) for i in range(200))
+    forced = spec.model_copy(update={"extra_args": ["--enable-chunked-prefill", "--max-num-batched-tokens", "512"]})
+    assert "--no-enable-chunked-prefill" not in vllm_args(smoke_model, "m", 1, forced)
+    with serve(smoke_model, "m", forced, tmp_path / "chunked.log") as server:
+        try:
+            status = sampled(server, prompt, seed=1).status_code
+        except httpx.HTTPError:  # the engine took the server down before it answered
+            status = 0
+        assert status == 0 or status >= 500, status
+        assert first_error(tmp_path / "chunked.log") == "RuntimeError: CPU Generator does not use offset"
+    with serve(smoke_model, "m", spec, tmp_path / "whole.log") as server:
+        answers = [sampled(server, prompt, seed=s) for s in (1, 2)]
+        assert [a.status_code for a in answers] == [200, 200] and server.alive()

@@ -65,3 +65,32 @@ def test_specs_name_native_precision_for_serving_and_training() -> None:
     assert TrlGrpoConfig().precision == "float32"  # the reference behaviour unless a profile asks
     with pytest.raises(ValueError, match="precision"):
         TrlGrpoConfig.model_validate({"precision": "int8"})
+
+
+def test_a_cpu_server_computes_each_prompt_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No chunked prefill on a CPU (vLLM's CPU engine dies on seeded sampling in a partly computed prompt:
+    tests/test_policy_server.py shows it on a real server); vLLM's default on a GPU, and the spec's own choice wins."""
+    monkeypatch.setattr("harness.serving.hardware.gpu_names", lambda: [])
+    assert "--no-enable-chunked-prefill" in vllm_args(Path("/m"), "policy", 8000, ServingSpec())
+    chosen = ServingSpec(extra_args=["--enable-chunked-prefill=True"])
+    assert "--no-enable-chunked-prefill" not in vllm_args(Path("/m"), "policy", 8000, chosen)
+    monkeypatch.setattr("harness.serving.hardware.gpu_names", lambda: ["NVIDIA H200"])
+    assert "--no-enable-chunked-prefill" not in vllm_args(Path("/m"), "policy", 8000, ServingSpec())
+
+
+def test_the_first_error_of_a_server_log(tmp_path: Path) -> None:
+    from harness.serving.server import first_error
+
+    log = tmp_path / "server.log"
+    log.write_text(
+        "(APIServer pid=7) WARNING 12-06 03:26:01 [system_utils.py:255] Found ulimit of 20000. This can cause fd"
+        " limit errors like `OSError: [Errno 24] Too many open files`.\n"
+        "(EngineCore pid=9) ERROR 12-06 03:26:49 [core.py:1512] Traceback (most recent call last):\n"
+        '(EngineCore pid=9) ERROR 12-06 03:26:49 [core.py:1512]   File "core.py", line 3502, in _bookkeeping_sync\n'
+        "(EngineCore pid=9) ERROR 12-06 03:26:49 [core.py:1512] RuntimeError: CPU Generator does not use offset\n"
+        "(APIServer pid=7) ERROR 12-06 03:26:49 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: "
+        "EngineCore encountered an issue.\n"
+    )
+    assert first_error(log) == "RuntimeError: CPU Generator does not use offset"
+    log.write_text("INFO ready\n")
+    assert first_error(log) is None and first_error(tmp_path / "missing.log") is None

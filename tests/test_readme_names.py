@@ -35,6 +35,7 @@ FOREIGN_FLAGS: dict[str, str] = {
     "-r": "pip",
     "--kv-cache-memory-bytes": "vLLM's server",
     "--gpu-memory-utilization": "vLLM's server",
+    "--no-enable-chunked-prefill": "vLLM's server",
     "--require-hashes": "pip",
     "--no-deps": "pip",
     "--target": "pip",

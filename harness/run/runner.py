@@ -43,6 +43,7 @@ from harness.run.record import RecordContext, record_run
 from harness.run.resume import check_same, restore
 from harness.run.state import EVALUATION_PHASE, PHASES, Evaluation, Phase, RunState, new_run_id, summarize, write_state
 from harness.serving.policy import PolicyServer
+from harness.serving.server import first_error
 from harness.serving.simulator import SimulatorEndpoint, start_user_simulator
 from harness.spec import spec_hash
 from harness.spec.options import RunOptions
@@ -266,7 +267,8 @@ class Runner:
         self.bench.write_native_results(episodes, native, self._native_info(state))
         summary = summarize(episodes).model_copy(update={"wall_s": time.monotonic() - start})
         state.summaries[phase] = summary
-        ui.print_summary(self.console, label, summary)
+        log = state.run_dir / f"server-{phase}.log"  # named, with its first error, when no rollout was scored
+        ui.print_summary(self.console, label, summary, server_log=log, cause_of=first_error)
 
     def _settings(self, base_url: str, temperature: float, n: int, trace: TraceStore | None = None) -> EvalSettings:
         ev, sim = self.spec.evaluation, self._simulator

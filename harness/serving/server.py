@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -19,11 +20,17 @@ import httpx
 
 from harness.backends.base import Backend, Handle, LaunchSpec
 from harness.errors import ServingError
+from harness.serving import hardware
 from harness.serving.cores import share_cores
 from harness.serving.hardware import serving_dtype
 from harness.spec import ServingSpec
 
 POLL_S = 0.25
+CHUNKED_PREFILL_FLAGS = ("--enable-chunked-prefill", "--no-enable-chunked-prefill")
+"""On a machine without a GPU the server runs without chunked prefill unless the spec's ``extra_args`` say otherwise:
+vLLM's CPU engine dies (``RuntimeError: CPU Generator does not use offset``) when a seeded request sampled above
+temperature 0 is still in a partly computed prompt, as BFCL's evaluation of 40 tasks x 4 samples with 64 at once
+is at its first step. The GPU's generators take that rollback; there vLLM keeps its default."""
 
 
 def free_port() -> int:
@@ -68,6 +75,9 @@ def vllm_args(checkpoint: Path, name: str, port: int, serving: ServingSpec) -> l
         args.append("--enforce-eager")
     if serving.kv_cache_gib is not None:
         args += ["--kv-cache-memory-bytes", str(int(serving.kv_cache_gib * 2**30))]
+    chosen = any(a.split("=")[0] in CHUNKED_PREFILL_FLAGS for a in serving.extra_args)
+    if not chosen and not hardware.gpu_names():
+        args.append("--no-enable-chunked-prefill")
     return args + list(serving.extra_args)
 
 
@@ -107,6 +117,24 @@ def transient_start_failure(log_path: Path) -> str | None:
     except OSError:
         return None
     return next((marker for marker in TRANSIENT_START_FAILURES if marker in tail), None)
+
+
+_LOG_PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) )*(?:(?:ERROR|WARNING|INFO|DEBUG) \S+ \S+ \[[^\]]*\] )?")
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (\S.*)$")
+
+
+def first_error(log_path: Path) -> str | None:
+    """The first ``SomethingError: message`` line of a server log (the root cause of its first traceback), without
+    the process prefixes vLLM puts before it; None when the log has none or cannot be read."""
+    try:
+        with log_path.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                found = _EXCEPTION_LINE.match(_LOG_PREFIX.sub("", line.strip(), count=1))
+                if found:
+                    return f"{found.group(1)}: {found.group(2)}"[:300]
+    except OSError:
+        return None
+    return None
 
 
 class ModelServer:
