@@ -36,8 +36,12 @@ def test_transcript_messages_write_out_the_flipped_chat() -> None:
         "Customer: I want to cancel my flight.",
         "Agent: Your user id?",
         FRAMING.CONTINUE,
+        FRAMING.DONE,
     ]
     assert out[2] == {"role": "assistant", "content": "Customer:"} and len(out) == 3
+    # Before the agent has spoken there is nothing to end: the first request carries no ###STOP### rule.
+    first = FRAMING.transcript_messages(flipped[:1])
+    assert FRAMING.DONE not in first[1]["content"] and first[1]["content"].endswith(FRAMING.CONTINUE)
 
 
 def test_request_keeps_the_callers_stops_and_body() -> None:
@@ -52,6 +56,8 @@ def test_request_keeps_the_callers_stops_and_body() -> None:
 def test_the_lab_user_simulator_sends_the_transcript_and_reads_the_reply() -> None:
     """The lab's own user-simulator agent, Agent Framework's chat client and the OpenAI SDK: what reaches the
     server is the transcript request; the continuation comes back as the customer's message, trimmed."""
+    # The benchmark first: it applies its compatibility settings (LiteLLM's bundled cost map) before τ² imports.
+    spec, bench, _ = open_benchmark("tau2", "h200")
     import openai
     from agent_framework import Message
     from agent_framework.openai import OpenAIChatCompletionClient
@@ -59,7 +65,6 @@ def test_the_lab_user_simulator_sends_the_transcript_and_reads_the_reply() -> No
     from agent_framework_lab_tau2._message_utils import flip_messages
     from tau2.data_model.tasks import Task as Tau2Task
 
-    spec, bench, _ = open_benchmark("tau2", "h200")
     assert bench.options.user_framing == "transcript"
     from harness.assets.data import load_split
 

@@ -8,8 +8,11 @@ today?" replies "Hello! How can I assist you today?" on every one of the first s
 ``transcript`` asks the same model the same thing in a form it follows: the scenario stays the system prompt, the
 conversation so far is written out as ``Agent:``/``Customer:`` lines in one user message, and the answer is the
 continuation of an assistant message that starts ``Customer:`` (vLLM's ``continue_final_message``), stopped before
-a next ``Agent:`` line. The same six tasks then open with the customer's own request. The rewrite is of the
-request only: the reply, its stop tokens (``###STOP###`` ...) and τ²'s evaluation are unchanged.
+a next ``Agent:`` line. The same six tasks then open with the customer's own request. Once the conversation has
+begun, the transcript also ends with the scenario's rule for ending it (:data:`DONE`): without it the simulator
+repeated its request until τ²'s step limit in 6 of 6 conversations, with it 5 of 6 ended with ``###STOP###``.
+The rewrite is of the request only: the reply, its stop tokens (``###STOP###`` ...) and τ²'s evaluation are
+unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ SPEAKERS = {"user": "Agent", "assistant": "Customer"}
 """Whose words a flipped message is: the simulator's ``user`` turns are the agent's, its ``assistant`` turns its own."""
 ASK = "You are the customer in the scenario above. The conversation so far:"
 CONTINUE = "Continue as the customer: write only the customer's next message."
+DONE = "If the agent has done what you came for, or cannot do more, your message is only ###STOP###."
+"""Said once the conversation has begun: the scenario's own rule for ending it, repeated where a small model reads
+it last (without it, the 1.5B simulator repeats its request until the step limit)."""
 PREFIX = "Customer:"
 STOP = "\nAgent:"
 
@@ -45,7 +51,7 @@ def transcript_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str,
         for m in messages
         if m.get("role") in SPEAKERS and text_of(m).strip()
     ]
-    body = "\n\n".join([ASK, *lines, CONTINUE]) if lines else f"{ASK}\n\n(nothing yet)\n\n{CONTINUE}"
+    body = "\n\n".join([ASK, *lines, CONTINUE, DONE]) if lines else f"{ASK}\n\n(nothing yet)\n\n{CONTINUE}"
     return [*system, {"role": "user", "content": body}, {"role": "assistant", "content": PREFIX}]
 
 
