@@ -16,7 +16,15 @@ Key = tuple[str, int]
 
 
 def to_line(episode: Episode) -> str:
-    return json.dumps(dataclasses.asdict(episode), ensure_ascii=False)
+    """One record as a JSON line: text as it is, or escaped where it cannot be UTF-8 (a lone surrogate in a model's
+    reply would otherwise stop the run when the line is written); both read back the same."""
+    record = dataclasses.asdict(episode)
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record)
+    return line
 
 
 def read_records(path: Path) -> dict[Key, Episode]:
