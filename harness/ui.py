@@ -44,6 +44,9 @@ def print_summary(
     )
     if len(s.pass_hat_k) > 1:
         console.print("    " + "  ".join(f"pass^{k} {v:.1%}" for k, v in s.pass_hat_k.items()))
+    if getattr(s, "failures", None):
+        kinds = ", ".join(f"{n} {kind}" for kind, n in s.failures.items())
+        console.print(f"    failed by the benchmark itself: {kinds} (the episodes' info says why)")
 
 
 def fmt(s: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -163,6 +164,7 @@ def summarize(episodes: list[Episode]) -> PhaseSummary:
     counts = count_samples([(e.task_id, e.passed, e.error_kind) for e in episodes])
     s = summarize_counts(counts)
     agent_errors = sum(1 for e in episodes if e.error_kind == "agent")
+    failures = Counter(str(e.info["failure"]) for e in episodes if e.info.get("failure"))
     return PhaseSummary(
         pass_rate=s.pass_rate,
         ci=s.ci,
@@ -171,4 +173,5 @@ def summarize(episodes: list[Episode]) -> PhaseSummary:
         infra_errors=s.infra_errors,
         agent_errors=agent_errors,
         pass_hat_k=s.pass_hat_k,
+        failures=dict(sorted(failures.items())),
     )

@@ -38,6 +38,9 @@ class PhaseSummary(_Record):
     wall_s: float = 0.0
     pass_hat_k: dict[int, float] = Field(default_factory=dict)
     """pass^k over the tasks with scored trials (k = 1 .. their fewest scored trials, at most 16)."""
+    failures: dict[str, int] = Field(default_factory=dict)
+    """Scored samples the benchmark failed for a reason of its own, by kind (``info["failure"]`` of the episode: a
+    reply refused before scoring, a checker failure the reply caused, ...)."""
 
 
 class SpecRecord(_Record):
