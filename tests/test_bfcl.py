@@ -338,29 +338,23 @@ def test_multi_turn_runs_calls_on_fresh_backends_and_checks_their_state(bench: A
     assert not episode.passed and episode.info["error_type"].startswith("multi_turn:")
 
 
-def test_multi_turn_hostile_calls_are_refused_and_never_run(bench: Any, tmp_path: Path) -> None:
-    task = tasks_of(bench, "multi_turn_base", 1)[0]
-    for i, reply in enumerate(
-        [
-            "[cd(folder=__import__('os').system('touch {m}') + 1)]",
-            "[open(file='{m}', mode='w')]",
-            "[cd(folder='document'), print(end=open(file='{m}', mode='w'))]",
-        ]
-    ):
-        marker = tmp_path / f"ran-{i}"
-        episode = asyncio.run(bench.rollout(task, context(ScriptedPolicy([[reply.format(m=marker)]]))))
-        assert not episode.passed and episode.info.get("refused"), episode.info
-        assert not marker.exists()
-    # BFCL's own executor runs such a call (its deny-list names kill, exit, remove, ...; not open)
-    marker = tmp_path / "bfcl-ran-it"
-    probe = (
-        "import sys; from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call"
-        " as x; x([sys.argv[1]], {}, ['MathAPI'], 'm', 't1')"
+def test_dispatch_agrees_with_bfcls_executor_on_every_multi_turn_task(tmp_path: Path) -> None:
+    """Multi-turn calls run by name on the task's backends (``dispatch.py``), never through BFCL's ``eval``: on every
+    multi-turn task BFCL ships, turn by turn, the ground truth's calls give the same results and backend states as
+    BFCL's executor gives them, both as its checker runs them and as a model replying with them would have them run
+    (its decoder, then its executor). Hostile replies are in tests/reliability/test_bfcl_hostile.py."""
+    proc = subprocess.run(
+        [str(BFCL_PYTHON), str(REPO / "tests" / "bfcl_dispatch_agreement.py"), str(REPO / "benchmarks" / "bfcl")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "OPENAI_API_KEY": "unused", "BFCL_PROJECT_ROOT": str(tmp_path)},
     )
-    subprocess.run(
-        [str(BFCL_PYTHON), "-c", probe, f"open(file='{marker}', mode='w')"], capture_output=True, timeout=120
-    )
-    assert marker.exists()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["mismatches"] == [], report["mismatches"]
+    assert report["categories"] == 4 and report["tasks"] == 800 and report["calls"] > 4000, report
 
 
 def test_multi_turn_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> None:

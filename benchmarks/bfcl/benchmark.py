@@ -4,8 +4,11 @@ Each task is one row of a category file of the ``bfcl-eval`` package: a question
 model may call. The model answers once. In ``prompt`` mode it sees BFCL's own system prompt listing the functions
 and writes the calls as Python text (``[func(a=1)]``); in ``fc`` mode the functions reach it as tools in the served
 model's own tool-call format. The verdict is BFCL's: its eval runner's per-entry functions, with the handler of the
-mode, in its own environment (``checker.py``). A prompt-mode reply whose arguments are not literals never reaches
-the checker (``literal.py``): it is a failed sample, and the episode says why.
+mode, in its own environment (``checker.py``). A prompt-mode reply whose arguments are not literals, or that is
+beyond the bounds of ``literal.py``, never reaches the checker: it is a failed sample, and the episode says why
+(``info["failure"] == "refused"``). Multi-turn calls run on the task's backends by name (``dispatch.py``), never
+through ``eval``. A reply on which the checker fails (an exception, a crash, its time limit) while the checker still
+scores known-good input fails its own sample (``info["failure"] == "checker"``), never the run.
 """
 
 from __future__ import annotations
@@ -105,7 +108,15 @@ class Bfcl(SingleTurnBenchmark):
             if why is not None:
                 return {"valid": False, "error_type": "harness:refused", "error": why, "refused": why}
         answer = json.loads(task.answer) if task.answer else None
-        return _checker.shared_checker().check(self.prepared(task)["entry"], answer, self.options.mode, output)
+        try:
+            return _checker.shared_checker().check(self.prepared(task)["entry"], answer, self.options.mode, output)
+        except _checker.ReplyFault as exc:
+            return {
+                "valid": False,
+                "error_type": "harness:checker_failed",
+                "error": str(exc),
+                "checker_failed": str(exc),
+            }
 
     def _text_verdict(self, text: str, task: Task) -> dict[str, Any]:
         """:meth:`verdict` of a reply's text, remembered (a trainer asks for the score and each shaping term)."""
@@ -167,7 +178,9 @@ class Bfcl(SingleTurnBenchmark):
             reply["tool_calls"] = [{"name": c.function.name, "arguments": c.function.arguments} for c in calls]
         info = {"category": category_of(task.id), "error_type": verdict.get("error_type", "")}
         if verdict.get("refused"):
-            info["refused"] = verdict["refused"]
+            info.update(refused=verdict["refused"], failure="refused")
+        if verdict.get("checker_failed"):
+            info.update(checker_failed=verdict["checker_failed"], failure="checker")
         return Episode(
             task_id=task.id,
             reward=reward,
@@ -232,11 +245,11 @@ class Bfcl(SingleTurnBenchmark):
                     ran = (
                         None
                         if why
-                        else await asyncio.to_thread(session.request, {"op": "step", "entry": entry, "output": text})
+                        else await asyncio.to_thread(session.judged, {"op": "step", "entry": entry, "output": text})
                     )
                     why = why or (ran or {}).get("refused")
                     if why:
-                        info.update(refused=why, error_type="harness:refused")
+                        info.update(refused=why, error_type="harness:refused", failure="refused")
                         return self._multi_turn_episode(
                             task, 0.0, record, calls, prompt_tokens, completion_tokens, started, info
                         )
@@ -250,8 +263,11 @@ class Bfcl(SingleTurnBenchmark):
                     break
             answer = json.loads(task.answer)
             verdict = await asyncio.to_thread(
-                session.request, {"op": "check_multi_turn", "entry": entry, "answer": answer, "output": replies}
+                session.judged, {"op": "check_multi_turn", "entry": entry, "answer": answer, "output": replies}
             )
+        except _checker.ReplyFault as exc:  # the checker failed on this conversation's replies, and only on them
+            info.update(checker_failed=str(exc), error_type="harness:checker_failed", failure="checker")
+            return self._multi_turn_episode(task, 0.0, record, calls, prompt_tokens, completion_tokens, started, info)
         finally:
             await asyncio.to_thread(session.close)
         info["error_type"] = verdict.get("error_type", "")

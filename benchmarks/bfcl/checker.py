@@ -1,19 +1,28 @@
 """BFCL's checker as a child process in its own environment (``.venvs/bfcl``, ``HARNESS_ENV_BFCL``).
 
 bfcl-eval pins numpy 1.26.4 and its checker imports every provider SDK (requirements/bfcl.in), so it does not run
-in the harness's environment. The child (``child.py``) runs without network where the system allows, under an
-address-space limit, in a scratch directory, with an environment holding no keys of the caller; each request has a
-time limit, and a child that exceeds it is killed and replaced. One child serves a process (the evaluation's
-rollouts and a trainer's reward calls); requests are answered one at a time.
+in the harness's environment. The child (``child.py``) runs in a mount and network namespace of its own where the
+system allows (its file system read-only but a scratch folder: ``confine.py``; no network), under an address-space
+limit, in that scratch folder, with an environment holding no keys of the caller; each request has a time limit,
+and a child that exceeds it is killed and replaced. One child serves a process (the evaluation's rollouts and a
+trainer's reward calls); requests are answered one at a time.
+
+A model's reply can fail only its own sample. When the child fails on a request (an exception, a crash, the time
+limit), :meth:`Checker.judged` asks it (restarted if need be) to score known-good input (``probe``): if it does, the
+reply caused the failure (:class:`ReplyFault`, a failed sample with the reason); if it does not, the checker is
+broken (:class:`CheckerError`, the run stops).
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
+import os
 import selectors
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -27,10 +36,34 @@ CHILD = Path(__file__).with_name("child.py")
 MEMORY_BYTES = 4 << 30
 START_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 30.0
+MOUNT_NS_ENV = "HARNESS_BFCL_PARENT_MOUNT_NS"  # as child.py reads it
+_said_unconfined = threading.Event()  # a child without its own file-system confinement is said once a process
 
 
 class CheckerError(RuntimeError):
     """The checker child failed (not a verdict on a model's output)."""
+
+
+class ReplyFault(RuntimeError):
+    """The checker failed on one reply and still scores known-good input: that sample fails, with this reason."""
+
+
+@functools.cache
+def sandbox_prefix() -> tuple[str, ...]:
+    """A command prefix giving the child mount and network namespaces of its own: as root ``unshare --mount
+    --net``, otherwise in a user namespace; where neither works, the network namespace alone (or nothing)."""
+    unshare = shutil.which("unshare")
+    if unshare is not None:
+        for prefix in (
+            [unshare, "--mount", "--net", "--"],
+            [unshare, "--user", "--map-root-user", "--mount", "--net", "--"],
+        ):
+            try:
+                if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                    return tuple(prefix)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+    return no_network_prefix()
 
 
 class Checker:
@@ -41,6 +74,8 @@ class Checker:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.confinement = ""
+        """What the child's own file-system confinement holds (its first line), once started."""
 
     def _start(self) -> subprocess.Popen[str]:
         if not self._python.exists():
@@ -50,9 +85,9 @@ class Checker:
         prlimit = shutil.which("prlimit")
         if prlimit:
             cmd = [prlimit, f"--as={MEMORY_BYTES}", "--core=0", "--", *cmd]
-        env = {**server_env(), "HOME": self._scratch.name}
+        env = {**server_env(), "HOME": self._scratch.name, MOUNT_NS_ENV: os.readlink("/proc/self/ns/mnt")}
         proc = subprocess.Popen(
-            [*no_network_prefix(), *cmd],
+            [*sandbox_prefix(), *cmd],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -64,6 +99,10 @@ class Checker:
         hello = self._read(proc, START_TIMEOUT_S)
         if not hello.get("ready"):
             raise CheckerError(f"BFCL checker did not start: {hello}")
+        self.confinement = str(hello.get("confinement", ""))
+        if not self.confinement.startswith("confined") and not _said_unconfined.is_set():
+            _said_unconfined.set()
+            print(f"BFCL checker: {self.confinement}", file=sys.stderr, flush=True)
         return proc
 
     def _read(self, proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
@@ -78,7 +117,11 @@ class Checker:
             err = proc.stderr.read()[-2000:] if proc.stderr else ""
             self._kill()
             raise CheckerError(f"BFCL checker exited: {err.strip().splitlines()[-1:] or 'no output'}")
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except ValueError:
+            self._kill()
+            raise CheckerError(f"BFCL checker wrote something that is not a reply: {line[:200]!r}") from None
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -89,7 +132,8 @@ class Checker:
             self._scratch.cleanup()
             self._scratch = None
 
-    def request(self, payload: dict[str, Any], timeout: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
+    def request(self, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        timeout = REQUEST_TIMEOUT_S if timeout is None else timeout
         with self._lock:
             proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
             assert proc.stdin is not None
@@ -100,13 +144,33 @@ class Checker:
             raise CheckerError(f"BFCL checker: {reply['failure']}")
         return reply
 
+    def probe(self) -> None:
+        """Known-good input must score as BFCL scores it; :class:`CheckerError` when it does not."""
+        reply = self.request({"op": "probe"}, timeout=START_TIMEOUT_S)
+        if not reply.get("ok"):
+            raise CheckerError(f"BFCL checker: the probe failed: {reply}")
+
+    def judged(self, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """:meth:`request` for a request that carries a model's reply: a failure the reply caused is a
+        :class:`ReplyFault` (the checker still scores known-good input afterwards); one it did not, a
+        :class:`CheckerError`."""
+        try:
+            return self.request(payload, timeout)
+        except CheckerError as exc:
+            reason = str(exc)
+        try:
+            self.probe()
+        except CheckerError as exc:
+            raise CheckerError(f"{reason}; and it fails known-good input too (the probe: {exc})") from None
+        raise ReplyFault(reason)
+
     def prepare(self, entry: dict[str, Any], mode: str) -> dict[str, Any]:
         """The row as BFCL's loader leaves it, with the messages (and, in fc mode, the tools) its handler sends."""
         return self.request({"op": "prepare", "entry": entry, "mode": mode})
 
     def check(self, entry: dict[str, Any], answer: Any, mode: str, output: Any) -> dict[str, Any]:
         """BFCL's verdict on one output: ``{"valid": bool, "error_type": str, "error": ...}``."""
-        return self.request({"op": "check", "entry": entry, "answer": answer, "mode": mode, "output": output})
+        return self.judged({"op": "check", "entry": entry, "answer": answer, "mode": mode, "output": output})
 
     def close(self) -> None:
         with self._lock:
