@@ -184,6 +184,28 @@ def test_the_reproduced_commit_converts_its_own_model(tmp_path: Path, monkeypatc
     assert not (shared / "models" / "m2").exists() and own_model_cache(tmp_path / "own") == own
 
 
+def test_the_reproducing_run_keeps_packages_installed_into_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a GPU machine set up by scripts/gpu-install.sh the packages are a folder on PYTHONPATH beside the checkout:
+    the reproducing run imports the commit's harness first and still finds them (the checkout itself is left out)."""
+    from harness.paths import REPO_ROOT
+
+    site = tmp_path / "site"
+    (site / "installed_gpu_pkg").mkdir(parents=True)
+    (site / "installed_gpu_pkg" / "__init__.py").write_text("")
+    tree = tmp_path / "tree"
+    (tree / "harness").mkdir(parents=True)
+    (tree / "harness" / "__init__.py").write_text("COMMIT = 'reproduced'\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), str(site)]))
+    options = ReproduceOptions("r1", results_root=tmp_path / "results")
+    env = Reproduction(options)._child_env(tree, tmp_path / "scratch")
+    assert env["PYTHONPATH"] == os.pathsep.join([str(tree), str(site)])
+    probe = "import harness, installed_gpu_pkg; print(harness.COMMIT)"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tree, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "reproduced", out.stderr[-2000:]
+
+
 @pytest.mark.parametrize(("status", "phase"), [("incomplete", "eval"), ("failed", "train")])
 def test_an_unfinished_run_is_refused_in_one_line_with_exit_2(
     tmp_path: Path, repo: tuple, installed: str, status: str, phase: str

@@ -166,9 +166,12 @@ class Reproduction:
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _child_env(self, tree: Path, results: Path) -> dict[str, str]:
+        """The reproducing run's environment: the commit's tree first on the path, then what the path held here but
+        this checkout (packages installed into a folder, as ``scripts/gpu-install.sh`` does on a GPU machine)."""
         env = dict(os.environ)
+        kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != REPO_ROOT]
         env.update(
-            PYTHONPATH=str(tree),
+            PYTHONPATH=os.pathsep.join([str(tree), *kept]),
             HARNESS_RESULTS=str(results),
             HARNESS_BENCHMARKS=str(tree / "benchmarks"),
             HARNESS_ARTIFACTS=str(artifacts_dir()),
