@@ -57,10 +57,11 @@ def validate(
     profile: ProfileOpt = None,
 ) -> None:
     """Validate a spec (every profile unless --profile is given): the YAML, the benchmark's code (imported, its
-    class registered with every required hook) and that each profile's engine can train it. Each line ends with
-    the smallest before -> after gain the profile detects (80% power, alpha 0.05; `harness power` says more)."""
+    class registered with every required hook) and that each profile's engine can train it, with what it detects
+    and, when it trains, the share of GRPO groups expected to differ in the task's reward (`harness power`)."""
     from harness.engines import check_engine, load_checked_spec
     from harness.results.planning import profile_power, recorded_rows, task_count
+    from harness.results.signal import predict_signal
     from harness.rollout.loading import load_benchmark, spec_path
     from harness.spec import profile_names
 
@@ -78,6 +79,9 @@ def validate(
         console.print(
             f"ok  {path} profile={spec.profile} model={spec.model.name} engine={engine}  {power}", highlight=False
         )
+        signal = predict_signal(spec, rows)
+        if signal is not None:
+            console.print(f"      signal: {signal.line()}", highlight=False)
 
 
 @app.command()

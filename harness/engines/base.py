@@ -100,6 +100,12 @@ class Engine(ABC):
         return cls.config_model.model_validate(spec.training.config)
 
     @classmethod
+    def group_size(cls, spec: BenchmarkSpec) -> int | None:
+        """Samples of one task compared with each other in a step (GRPO's group); None for an engine without
+        groups."""
+        return None
+
+    @classmethod
     def check(cls, spec: BenchmarkSpec, bench: Benchmark) -> None:
         """Before anything starts: raise :class:`SpecError` when ``bench`` cannot train with this engine as
         configured. By default, every weighted shaping term must be one the benchmark provides."""

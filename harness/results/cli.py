@@ -175,6 +175,7 @@ def power_command(
     smallest gain between trained runs (seeds as units), at 80% power by default, simulated with the harness's own
     tests; with --gain, the tasks, samples per task and seeds a side that gain needs."""
     from harness.results.planning import profile_power, recorded_rows, task_count
+    from harness.results.signal import predict_signal
     from harness.results.stats.power import PowerModel
     from harness.rollout.loading import load_benchmark, spec_path
     from harness.spec import load_spec, profile_names
@@ -193,7 +194,9 @@ def power_command(
         found = profile_power(
             spec, tasks, rows, tasks_source=source, alpha=alpha, power=power, rate=base_rate, seeds=seeds, model=model
         )
-        lines = found.lines() + (found.needs(gain) if gain is not None else [])
+        signal = predict_signal(spec, rows)
+        lines = found.lines() + ([f"  training signal: {signal.line()}"] if signal is not None else [])
+        lines += found.needs(gain) if gain is not None else []
         for line in lines + ([f"  note: {unread}"] if unread else []):
             typer.echo(line)
 

@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from harness.assets.models import model_source
+from harness.engines.signal import no_signal_line
 from harness.results.store.manifest import (
     ArgsRecord,
     DatasetRecord,
@@ -144,6 +145,9 @@ def record_run(
             f"[bold]pass@1[/] before {fmt(before)}  ->  after {fmt(after)}  "
             f"(model {row.model_hash_before[:12]} -> {row.model_hash_after[:12] or 'not trained'})"
         )
+    silent = no_signal_line(state.train_metrics)
+    if silent:  # a finding, not a failure: the row is recorded, and its note says it too
+        console.print(f"[bold yellow]{silent}[/]: every group's samples got the same reward, so GRPO updated nothing")
     return row
 
 

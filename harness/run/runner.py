@@ -25,9 +25,11 @@ from harness.assets.models import checkpoint_hash, prepare_model
 from harness.backends import get_backend
 from harness.backends.tools import tool_commands
 from harness.engines import TrainRequest, check_engine, get_engine, validate_training
+from harness.engines.signal import no_signal_line
 from harness.errors import SpecError
 from harness.paths import artifacts_dir, link_policy
 from harness.results.planning import profile_power, recorded_rows
+from harness.results.signal import predict_signal
 from harness.results.store.manifest import PowerRecord
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
@@ -165,7 +167,7 @@ class Runner:
                 self.policy.stop(wait=False)
             stack.close()
             self.memory.stop()
-        return self._record(state, status, failed_phase, note)
+        return self._record(state, status, failed_phase, _join(note, no_signal_line(state.train_metrics) or ""))
 
     @contextmanager
     def _phase(self, state: RunState, name: Phase) -> Iterator[None]:
@@ -226,6 +228,9 @@ class Runner:
         found = profile_power(self.spec, tasks, rows, tasks_source=f"{self.spec.evaluation.split} split")
         what = "against another evaluation of these tasks" if self.options.eval_only else "before -> after"
         self.console.print(f"  power: {found.line(what)}" + (f"; {unread}" if unread else ""), highlight=False)
+        signal = None if self.options.eval_only else predict_signal(self.spec, rows, self.options.results_root)
+        if signal is not None:
+            self.console.print(f"  training signal: {signal.line()}", highlight=False)
         return found.record()
 
     def _label(self, phase: Evaluation) -> str:
@@ -264,7 +269,7 @@ class Runner:
                 )
         state.episodes[phase] = episodes
         native = state.run_dir / f"native-results-{phase}.json"
-        self.bench.write_native_results(episodes, native, self._native_info(state))
+        self.bench.write_native_results(episodes, native, state.native_info(self.spec, self.seed))
         summary = summarize(episodes).model_copy(update={"wall_s": time.monotonic() - start})
         state.summaries[phase] = summary
         log = state.run_dir / f"server-{phase}.log"  # named, with its first error, when no rollout was scored
@@ -383,17 +388,6 @@ class Runner:
             resources=self.memory.record(),
         )
         return record_run(state, ctx, status, failed_phase, note, self.store, self.console)
-
-    def _native_info(self, state: RunState) -> dict[str, Any]:
-        return {
-            "git_commit": state.git[0],
-            "seed": self.seed,
-            "num_trials": self.spec.evaluation.samples_per_task,
-            "policy_model": self.spec.model.name,
-            "user_model": state.simulator.model if state.simulator else "",
-            "temperature": self.spec.evaluation.temperature,
-            "user_temperature": self.spec.user_simulator.temperature if self.spec.user_simulator else 0.0,
-        }
 
 
 def _join(*parts: str) -> str:

@@ -21,6 +21,7 @@ from harness.results.store.atomic import atomic_write
 from harness.results.store.manifest import PhaseSummary, PowerRecord
 from harness.rollout.protocol import Episode
 from harness.serving.simulator import SimulatorRecord
+from harness.spec import BenchmarkSpec
 from harness.spec.options import RunOptions
 
 Phase = Literal["setup", "baseline", "train", "eval"]
@@ -152,6 +153,18 @@ class RunState:
             train_metrics=self.train_metrics,
             walls=self.walls,
         )
+
+    def native_info(self, spec: BenchmarkSpec, seed: int) -> dict[str, Any]:
+        """What a benchmark's own results file records of the run (``Benchmark.write_native_results``)."""
+        return {
+            "git_commit": self.git[0],
+            "seed": seed,
+            "num_trials": spec.evaluation.samples_per_task,
+            "policy_model": spec.model.name,
+            "user_model": self.simulator.model if self.simulator else "",
+            "temperature": spec.evaluation.temperature,
+            "user_temperature": spec.user_simulator.temperature if spec.user_simulator else 0.0,
+        }
 
 
 def new_run_id(benchmark: str) -> str:

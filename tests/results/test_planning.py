@@ -64,8 +64,9 @@ def test_harness_power_refuses_bad_options(baseline: Path) -> None:
 
 def test_validate_shows_each_profiles_detectable_gain(baseline: Path) -> None:
     out = invoke(baseline, "validate", "math", "--profile", "reference-h200")
-    (line,) = out.splitlines()
+    line, signal = out.splitlines()
     assert line.startswith("ok  ") and "profile=reference-h200" in line
+    assert signal.strip().startswith("signal: ") and "of groups of 4 expected to differ in the task's reward" in signal
     assert (
         "detects before -> after +1" in line and "(20 tasks x 8 samples, base rate 18.8% (baseline of run h200)" in line
     )

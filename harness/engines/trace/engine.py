@@ -16,7 +16,6 @@ metrics (reward means, loss, step time, ...) go to ``metrics.jsonl`` and, as Ten
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import statistics
@@ -29,10 +28,13 @@ from pydantic import Field
 
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.child import require_checkpoint, run_trainer, write_job
+from harness.engines.curves import StepCurves
 from harness.engines.shaping import Shaping, training_reward
+from harness.engines.signal import GroupSignal, group_signal
 from harness.errors import EngineError
 from harness.rollout.protocol import INFRA_ERROR_KINDS
 from harness.rollout.tracing import TraceStore
+from harness.spec import BenchmarkSpec
 
 
 class TraceGrpoConfig(EngineConfig):
@@ -78,35 +80,17 @@ def select_triplets(
     return triplets[:limit]
 
 
-class StepCurves:
-    """Per-step scalars for TensorBoard (``train/<metric>``), written with tensorboard's own event writer: the one
-    torch's ``SummaryWriter`` wraps, without importing torch into the harness process (230 MB, 3 s)."""
+def step_signal(training: Mapping[tuple[str, int], float], task: Mapping[tuple[str, int], float]) -> GroupSignal:
+    """The step's group signal (:mod:`harness.engines.signal`) from rewards by (task, sample): a task's samples are
+    its group."""
 
-    def __init__(self, folder: Path) -> None:
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    def grouped(rewards: Mapping[tuple[str, int], float]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for (task_id, _sample), value in sorted(rewards.items()):
+            out.setdefault(task_id, []).append(value)
+        return out
 
-        self._writer = EventFileWriter(str(folder))
-
-    @staticmethod
-    def available() -> bool:
-        """Whether the tensorboard package is installed (it is in the harness environment's lock)."""
-        return importlib.util.find_spec("tensorboard") is not None
-
-    def add(self, step: int, record: Mapping[str, float]) -> None:
-        """One event holding every metric of ``record`` but the step number itself, flushed at once."""
-        from tensorboard.compat.proto import event_pb2, summary_pb2
-
-        values = [
-            summary_pb2.Summary.Value(tag=f"train/{name}", simple_value=float(value))
-            for name, value in record.items()
-            if name != "step"
-        ]
-        event = event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values))
-        self._writer.add_event(event)
-        self._writer.flush()
-
-    def close(self) -> None:
-        self._writer.close()
+    return group_signal(grouped(training), grouped(task))
 
 
 @register_engine
@@ -118,6 +102,10 @@ class TraceGrpoEngine(Engine):
     config_model: ClassVar[type[EngineConfig]] = TraceGrpoConfig
     uses_policy_server: ClassVar[bool] = True
     """Trains on rollouts served by the run's policy server (it stays up through training)."""
+
+    @classmethod
+    def group_size(cls, spec: BenchmarkSpec) -> int | None:
+        return TraceGrpoConfig.model_validate(spec.training.config).group_size
 
     def train(self, request: TrainRequest) -> TrainResult:
         config = TraceGrpoConfig.model_validate(request.spec.training.config)
@@ -178,12 +166,12 @@ class TraceGrpoEngine(Engine):
                 "rollouts": float(len(scored)),
                 "infra_errors": float(len(episodes) - len(scored)),
                 "traced_calls": float(sum(len(v) for v in trace.calls.values())),
-                "groups_with_signal": float(len({k[0] for k, a in advantages.items() if a != 0.0})),
                 "triplets": float(len(triplets)),
                 "response_length_mean": statistics.fmean(
                     len(c.completion_ids) for calls in trace.calls.values() for c in calls
                 ),
             }
+            record.update(step_signal(rewards, {(e.task_id, e.sample): e.reward for e in scored}).record())
             if triplets:
                 out = request.output_dir / f"step-{step}"
                 record.update(self._update(request, config, checkpoint, triplets, out, step))

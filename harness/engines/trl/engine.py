@@ -80,6 +80,10 @@ class TrlGrpoEngine(Engine):
     starts_while_server_stops: ClassVar[bool] = True  # a CPU trainer: its memory peaks tens of seconds in
 
     @classmethod
+    def group_size(cls, spec: BenchmarkSpec) -> int | None:
+        return TrlGrpoConfig.model_validate(spec.training.config).num_generations
+
+    @classmethod
     def check(cls, spec: BenchmarkSpec, bench: Benchmark) -> None:
         """Before anything starts: the benchmark has the single-turn hooks, and the shaping terms exist."""
         if not bench.trains_single_turn():

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.child import progress_line
+from harness.engines.curves import StepCurves
 from harness.engines.shaping import Shaping
+from harness.engines.signal import GroupSignal, group_signal
 from harness.engines.trl.engine import TrlGrpoConfig, load_request
 from harness.serving.hardware import cpu_dtype
 
@@ -30,6 +32,40 @@ def _final_text(completion: Any) -> str:
                 return "".join(part.get("text", "") for part in content if isinstance(part, dict))
             return str(content)
     return ""
+
+
+class SignalMeter:
+    """The reward functions' values of each generation batch, kept until the step's log: TRL calls every reward
+    function on the same batch in turn, the first (the task's own reward) first; the batch holds each prompt's
+    ``n`` completions one after another (TRL's repeat sampler), so each block of ``n`` is a group, and the training
+    reward is the functions' sum (TRL's reward weights are all 1 here)."""
+
+    def __init__(self, n: int, first: str) -> None:
+        self.n, self.first = n, first
+        self.batches: list[dict[str, list[float]]] = []
+
+    def metered(self, func: Any) -> Any:
+        def reward(*args: Any, **kwargs: Any) -> list[float]:
+            values = [float(v) for v in func(*args, **kwargs)]
+            if func.__name__ == self.first or not self.batches:
+                self.batches.append({})
+            self.batches[-1][func.__name__] = values
+            return values
+
+        reward.__name__ = func.__name__  # TRL logs each reward function under its name
+        return reward
+
+    def take(self) -> GroupSignal | None:
+        """The signal of the batches since the last call (None without any)."""
+        training: dict[str, list[float]] = {}
+        task: dict[str, list[float]] = {}
+        for b, batch in enumerate(self.batches):
+            totals = [sum(values) for values in zip(*batch.values(), strict=True)]
+            for g in range(0, len(totals), self.n):
+                training[f"{b}:{g}"] = totals[g : g + self.n]
+                task[f"{b}:{g}"] = batch[self.first][g : g + self.n]
+        self.batches = []
+        return group_signal(training, task) if training else None
 
 
 def main(job_path: str) -> int:
@@ -92,6 +128,8 @@ def main(job_path: str) -> int:
     reward_funcs: list[Any] = [correctness, *(term(n, w) for n, w in shaping.weights.items())]
     if shaping.length_penalty > 0:
         reward_funcs.append(overlong)
+    meter = SignalMeter(config.num_generations, correctness.__name__)
+    reward_funcs = [meter.metered(f) for f in reward_funcs]
     out = Path(job["output_dir"])
     batch = config.prompts_per_step * config.num_generations
     micro = config.micro_batch or batch
@@ -127,6 +165,8 @@ def main(job_path: str) -> int:
     )
     tokenizer = AutoTokenizer.from_pretrained(job["base_model"])
     started = time.monotonic()
+    # the groups' signal beside TRL's own curves (``harness/<metric>``: TRL logs a reward_std of its own)
+    curves = StepCurves(out / "tensorboard", prefix="harness/") if StepCurves.available() else None
 
     class Progress(TrainerCallback):  # type: ignore[misc]
         last = started
@@ -143,6 +183,11 @@ def main(job_path: str) -> int:
                 if isinstance(value, int | float):
                     record[key.replace("/", "_")] = float(value)
             record["reward_mean"] = float(logs.get("reward", 0.0))
+            signal = meter.take()
+            if signal is not None:
+                record.update(signal.record())
+                if curves is not None:
+                    curves.add(int(state.global_step), signal.record())
             print(progress_line(record), flush=True)
 
     class SaveForResume(TrainerCallback):  # type: ignore[misc]
@@ -166,6 +211,8 @@ def main(job_path: str) -> int:
     if resume:
         print(f"resuming from {resume}", flush=True)
     trainer.train(resume_from_checkpoint=resume)
+    if curves is not None:
+        curves.close()
     checkpoint = out / "checkpoint"
     trainer.save_model(str(checkpoint))
     tokenizer.save_pretrained(str(checkpoint))

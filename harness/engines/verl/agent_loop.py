@@ -138,7 +138,9 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
                     json.dumps(
                         {
                             "task_id": task.id,
+                            "uid": str(kwargs.get("uid", "")),  # the sample's group (VERL's prompt id)
                             "reward": result.reward,
+                            "task_reward": result.episode.reward if result.episode is not None else 0.0,
                             "passed": result.passed,
                             "error": result.error,
                             **summary,

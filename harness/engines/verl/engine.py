@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
 from harness.errors import HarnessError
+from harness.spec import BenchmarkSpec
 
 AGENT_LOOP_TARGET = "harness.engines.verl.agent_loop.HarnessAgentLoop"
 AGENT_LOOP_NAME = "harness_agent"
@@ -240,6 +241,12 @@ class VerlEngine(Engine):
 
     name: ClassVar[str] = "verl"
     config_model: ClassVar[type[EngineConfig]] = VerlConfig
+
+    @classmethod
+    def group_size(cls, spec: BenchmarkSpec) -> int | None:
+        config = VerlConfig.model_validate(spec.training.config)
+        n = to_verl_dict(config).get("actor_rollout_ref", {}).get("rollout", {}).get("n")
+        return int(n if n is not None else config.actor_rollout_ref.rollout.n)
 
     def train(self, request: TrainRequest) -> TrainResult:
         config = VerlConfig.model_validate(request.spec.training.config)

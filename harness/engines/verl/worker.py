@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.child import progress_line
+from harness.engines.curves import StepCurves
+from harness.engines.signal import GroupSignal, group_signal
 from harness.engines.verl.engine import (
     AGENT_LOOP_NAME,
     AGENT_LOOP_TARGET,
@@ -69,12 +71,53 @@ def step_record(step: int, data: dict[str, Any]) -> dict[str, float]:
     return record
 
 
-class MetricsRelay(threading.Thread):
-    """Follows VERL's file logger (one JSON object per logged step) and prints a progress line per step."""
+class TraceGroups:
+    """The training groups in the agent loop's trace (``rollout-traces.jsonl``, a line per rollout with its group's
+    ``uid``): a group is counted once its ``n`` rollouts are all there, so a step's figures are those of the groups
+    completed by the time VERL logs it. Validation rollouts (one per task) never complete a group of two or more;
+    lines without a ``uid`` are not counted."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, n: int) -> None:
+        self.path, self.n = path, n
+        self.offset = 0
+        self.pending: dict[str, list[tuple[float, float]]] = {}
+
+    def take(self) -> GroupSignal | None:
+        """The signal of the groups completed since the last call (None without one)."""
+        if self.n < 2 or not self.path.exists():
+            return None
+        with self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            chunk = fh.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        for line in complete.splitlines():
+            try:
+                entry = json.loads(line)
+                uid = str(entry.get("uid") or "")
+                rewards = (float(entry["reward"]), float(entry.get("task_reward", entry["reward"])))
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by two writers at once: not counted
+            if uid:
+                self.pending.setdefault(uid, []).append(rewards)
+        done = {uid: v for uid, v in self.pending.items() if len(v) >= self.n}
+        for uid in done:
+            del self.pending[uid]
+        if not done:
+            return None
+        return group_signal(
+            {u: [r for r, _ in v] for u, v in done.items()}, {u: [t for _, t in v] for u, v in done.items()}
+        )
+
+
+class MetricsRelay(threading.Thread):
+    """Follows VERL's file logger (one JSON object per logged step) and prints a progress line per step, with the
+    group signal of the step's rollouts (:class:`TraceGroups`) where there is one."""
+
+    def __init__(self, path: Path, groups: TraceGroups | None = None, curves: StepCurves | None = None) -> None:
         super().__init__(daemon=True)
         self.path = path
+        self.groups, self.curves = groups, curves
         self.stop = threading.Event()
         self.records: list[dict[str, float]] = []
 
@@ -91,6 +134,11 @@ class MetricsRelay(threading.Thread):
                 for line in complete.splitlines():
                     entry = json.loads(line)
                     record = step_record(int(entry.get("step", 0)), entry.get("data", {}))
+                    signal = self.groups.take() if self.groups is not None and record["step"] > 0 else None
+                    if signal is not None:
+                        record.update(signal.record())
+                        if self.curves is not None:
+                            self.curves.add(int(record["step"]), signal.record())
                     self.records.append(record)
                     print(progress_line(record), flush=True)
             if done:
@@ -239,13 +287,18 @@ def main(job_path: str) -> int:
     OmegaConf.set_struct(cfg, False)
     cfg = OmegaConf.merge(cfg, OmegaConf.create(run_config))
 
-    relay = MetricsRelay(metrics_file)
+    rollout = run_config.get("actor_rollout_ref", {}).get("rollout", {})
+    n = int(rollout.get("n", config.actor_rollout_ref.rollout.n))  # the group size
+    curves = StepCurves(tensorboard_dir, prefix="harness/") if tensorboard_dir is not None else None
+    relay = MetricsRelay(metrics_file, TraceGroups(trace_file, n), curves)
     relay.start()
     try:
         main_ppo.main(cfg)  # hydra's entry point runs its function directly when given a config
     finally:
         relay.stop.set()
         relay.join(timeout=30)
+        if curves is not None:
+            curves.close()
     trained = [r for r in relay.records if r.get("step", 0) > 0 and "step_time_s" in r]
     if not trained:
         raise SystemExit("VERL logged no training step: nothing was trained")

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -35,6 +36,11 @@ class Curve:
     reward: Sequence[float]
     val_steps: Sequence[float]
     val_pass: Sequence[float]
+    signal_steps: Sequence[float] = ()
+    signal_share: Sequence[float] = ()
+    """Share of the step's groups whose training reward differed (GRPO's signal)."""
+    task_signal_share: Sequence[float] = ()
+    """The same for the task's own reward (without shaping)."""
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -164,9 +170,13 @@ def before_after(
 
 
 def training_curves(curves: Sequence[Curve], title: str, path: Path) -> Path:
-    """Mean reward per step (left axis) and validation pass rate (right axis, dashed) of several runs."""
-    fig = Figure(figsize=(9, 4.2))
-    ax = fig.add_subplot()
+    """Mean reward per step (left axis) and validation pass rate (right axis, dashed) of several runs; below, where
+    the runs recorded it, the share of groups with a signal per step (training reward solid, task reward dotted)."""
+    with_signal = [c for c in curves if c.signal_steps]
+    fig = Figure(figsize=(9, 6.8 if with_signal else 4.2))
+    ax = fig.add_subplot(2, 1, 1) if with_signal else fig.add_subplot()
+    if with_signal:
+        _signal_panel(fig.add_subplot(2, 1, 2), curves)
     ax_val = ax.twinx() if any(c.val_steps for c in curves) else None
     for i, curve in enumerate(curves):
         color = f"C{i % 10}"
@@ -188,6 +198,22 @@ def training_curves(curves: Sequence[Curve], title: str, path: Path) -> Path:
         handles, names = handles + more_h, names + more_n
     ax.legend(handles, names, loc="best", fontsize=7)
     return _save(fig, path)
+
+
+def _signal_panel(ax: Axes, curves: Sequence[Curve]) -> None:
+    for i, curve in enumerate(curves):
+        if not curve.signal_steps:
+            continue
+        color = f"C{i % 10}"
+        ax.plot(curve.signal_steps, [v * 100 for v in curve.signal_share], "-o", ms=3, color=color,
+                label=f"{curve.label} training reward")  # fmt: skip
+        ax.plot(curve.signal_steps, [v * 100 for v in curve.task_signal_share], ":", color=color,
+                label=f"{curve.label} task reward")  # fmt: skip
+    ax.set_xlabel("step")
+    ax.set_ylabel("groups with a signal (%)")
+    ax.set_ylim(-2, 102)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=7)
 
 
 def task_win_loss(

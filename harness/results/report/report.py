@@ -235,12 +235,18 @@ def _before_after(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> None:
 
 
 def _curve(run_id: str, manifest: Manifest) -> plots.Curve | None:
-    """Reward per training step and validation pass rate per validated step (step 0: before training)."""
+    """Reward per training step, validation pass rate per validated step (step 0: before training) and the share of
+    groups with a signal per step, where recorded."""
     steps, reward, val_steps, val_pass = [], [], [], []
+    signal_steps, signal, task_signal = [], [], []
     for item in manifest.train_metrics:
         if not isinstance(item.get("step"), int | float):
             continue
         step, mean = float(item["step"]), item.get("reward_mean")
+        if isinstance(item.get("signal_share"), int | float):
+            signal_steps.append(step)
+            signal.append(float(item["signal_share"]))
+            task_signal.append(float(item.get("task_signal_share", 0.0)))
         if isinstance(mean, int | float):
             steps.append(step)
             reward.append(float(mean))
@@ -248,7 +254,9 @@ def _curve(run_id: str, manifest: Manifest) -> plots.Curve | None:
         if isinstance(val, int | float):
             val_steps.append(step)
             val_pass.append(float(val))
-    return plots.Curve(run_id, steps, reward, val_steps, val_pass) if steps or val_steps else None
+    if not (steps or val_steps):
+        return None
+    return plots.Curve(run_id, steps, reward, val_steps, val_pass, signal_steps, signal, task_signal)
 
 
 def _training(ctx: _Context, key: GroupKey, complete: list[RunRow]) -> None:
