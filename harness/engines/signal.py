@@ -10,7 +10,7 @@ many rollouts it ran. Every engine records, per step, from the rewards of its gr
   signal comes from the task or only from the shaping;
 - ``advantage_abs_mean``: the mean absolute group-normalised advantage of the training reward (0 when no group
   differs);
-- ``reward_std``: the spread of the training reward over all samples of the step.
+- ``rollout_reward_std``: the spread of the training reward over all samples of the step.
 
 Before training, :func:`expected_signal_share` gives the share to expect from per-task pass rates: with pass
 probability p and n samples a group, 1 - p^n - (1 - p)^n of them differ (for a pass/fail reward).
@@ -58,7 +58,7 @@ class GroupSignal:
             "signal_share": round(self.share, 6),
             "task_signal_share": round(self.task_share, 6),
             "advantage_abs_mean": round(self.advantage_abs_mean, 6),
-            "reward_std": round(self.reward_std, 6),
+            "rollout_reward_std": round(self.reward_std, 6),
         }
 
 
