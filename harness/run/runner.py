@@ -118,7 +118,7 @@ class Runner:
             if state.resumed_from:
                 self.console.print(f"  resuming {state.resumed_from}: finished phases {', '.join(state.done)}")
             self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
-            self.labels = {"harness.run_id": state.run_id, "harness.rollout.protocol": self.spec.name}
+            self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
             stack.enter_context(tool_commands(self.backend))
             self.policy = PolicyServer(self.spec.model.name, self.spec.serving, self.backend, self.labels)
             plan = plan_run(
