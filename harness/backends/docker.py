@@ -113,8 +113,30 @@ def _client(timeout: int = 60) -> Any:
         client = docker.from_env(timeout=timeout)
         client.ping()
     except Exception as exc:
-        raise HarnessError(f"no Docker engine answers ({type(exc).__name__}: {exc})".splitlines()[0][:300]) from None
+        raise HarnessError(f"no Docker engine answers at {_engine_address()} ({_why(exc)})") from None
     return client
+
+
+def _engine_address() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def _why(exc: BaseException) -> str:
+    """Why the engine did not answer, in a few words (the SDK's own text nests three exceptions)."""
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen:
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__ or next((a for a in cur.args if isinstance(a, BaseException)), None)
+    text = " ".join(str(e) for e in seen)
+    for kind, words in (
+        (FileNotFoundError, "nothing listens there"),
+        (ConnectionRefusedError, "connection refused"),
+        (PermissionError, "permission denied: is this user in the docker group?"),
+    ):
+        if any(isinstance(e, kind) for e in seen) or kind.__name__ in text:
+            return words
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
 
 
 class DockerHandle:

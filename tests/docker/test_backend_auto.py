@@ -45,7 +45,16 @@ def test_a_socket_nobody_answers_means_local_and_says_why(
     monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
     chosen, line = _choose(capsys)
     assert chosen == "local"
-    assert line.startswith("backend: local (no Docker engine answers (") and line.endswith(")"), line
+    assert line == f"backend: local (no Docker engine answers at unix://{path} (connection refused))", line
+
+
+def test_no_engine_at_all_is_one_short_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    chosen, line = _choose(capsys)
+    assert (chosen, line) == ("local", "backend: local (no Docker engine answers at unix:///nonexistent/docker.sock "
+                                       "(nothing listens there))")  # fmt: skip
 
 
 @pytest.mark.docker
