@@ -165,3 +165,37 @@ def test_a_seeded_split_is_identified_by_its_selected_rows(cache: Path) -> None:
     record = _split_record(spec, "simple_python-test", len(test), rows_sha256(test))
     assert record.select == {"shuffle_seed": 7, "start": 0.35, "end": 1.0}
     assert (record.rows, record.rows_sha256) == (260, rows_sha256(test))
+
+
+def test_a_seeded_split_of_listed_ids(tmp_path: Path, cache: Path) -> None:
+    """``select`` with both ids and a seed: the rows listed under the key (in the listing's order), then the seeded
+    shuffle slice of those; the two halves cover the listed rows once each, and the other rows never."""
+    import json
+    import random
+
+    from harness.spec.schema import IdsShuffleSelect
+
+    data = tmp_path / "bench" / "data"
+    data.mkdir(parents=True)
+    rows = [{"id": f"r{i}"} for i in range(30)]
+    listed = [f"r{i}" for i in (29, 3, 17, 8, 11, 0, 21, 5, 14, 26)]
+    (data / "t.json").write_text(json.dumps(rows))
+    (data / "ids.json").write_text(json.dumps({"base": listed, "other": ["r1"]}))
+
+    def digest(name: str) -> str:
+        return hashlib.sha256((data / name).read_bytes()).hexdigest()
+
+    select = {"ids_file": "ids.json", "ids_sha256": digest("ids.json"), "key": "base", "shuffle_seed": 42}
+    splits = {
+        name: {"path": "t.json", "sha256": digest("t.json"), "select": {**select, "start": lo, "end": hi}}
+        for name, lo, hi in (("train", 0.0, 0.5), ("test", 0.5, 1.0))
+    }
+    spec = DatasetSpec.model_validate({"name": "toy", "source": "data", "format": "json", "splits": splits})
+    spec.bind_folder(tmp_path / "bench")
+    assert isinstance(spec.splits["train"].select, IdsShuffleSelect)
+    order = list(range(len(listed)))
+    random.Random(42).shuffle(order)
+    train, _ = load_split(spec, "train")
+    test, _ = load_split(spec, "test")
+    assert [r["id"] for r in train] == [listed[i] for i in order[:5]]
+    assert [r["id"] for r in test] == [listed[i] for i in order[5:]]

@@ -10,7 +10,8 @@ Lookup order for each split file:
 A relative ``source`` (e.g. ``data``) is a folder inside the benchmark's own folder: its files ship with the
 benchmark, so they are read from there (after the cache) and never from a local copy or a mirror.
 
-A split may ``select`` part of a file: a seeded shuffle slice, or the ids listed in another pinned file.
+A split may ``select`` part of a file: a seeded shuffle slice, the ids listed in another pinned file, or a seeded
+shuffle slice of those.
 
 A file whose hash does not match is never used: it is reported with both digests and left out of the cache.
 """
@@ -32,7 +33,7 @@ from typing import Any
 from harness.errors import DataError
 from harness.paths import cache_dir
 from harness.spec import DatasetFile, DatasetSpec
-from harness.spec.schema import ShuffleSelect
+from harness.spec.schema import IdsSelect, ShuffleSelect
 
 MIRROR_ENV = "HARNESS_DATA_MIRROR"
 
@@ -186,15 +187,23 @@ def read_json_rows(path: Path) -> list[dict[str, Any]]:
 def select_rows(
     dataset: DatasetSpec, split: str, rows: list[dict[str, Any]], mirror: Path | None = None
 ) -> list[dict[str, Any]]:
-    """Apply the split's ``select`` (if any) to the rows of its file."""
+    """Apply the split's ``select`` (if any) to the rows of its file: the listed ids first (in the listing's order),
+    then the seeded shuffle slice."""
     sel = dataset.splits[split].select
-    if sel is None:
-        return rows
+    if isinstance(sel, IdsSelect):
+        rows = _listed_rows(dataset, split, sel, rows, mirror)
     if isinstance(sel, ShuffleSelect):
         order = list(range(len(rows)))
         random.Random(sel.shuffle_seed).shuffle(order)  # noqa: S311 - a reproducible split, not security
         lo, hi = int(len(rows) * sel.start), int(len(rows) * sel.end)
-        return [rows[i] for i in order[lo:hi]]
+        rows = [rows[i] for i in order[lo:hi]]
+    return rows
+
+
+def _listed_rows(
+    dataset: DatasetSpec, split: str, sel: IdsSelect, rows: list[dict[str, Any]], mirror: Path | None
+) -> list[dict[str, Any]]:
+    """The rows whose ``id`` is listed under ``sel.key`` in the pinned ids file, in the listing's order."""
     ids_entry = DatasetFile(path=sel.ids_file, sha256=sel.ids_sha256)
     ids_file = fetch_file(dataset, f"{split}:ids", ids_entry, mirror)
     listing = json.loads(ids_file.path.read_text(encoding="utf-8"))
@@ -220,7 +229,7 @@ def readable_offline(dataset: DatasetSpec, split: str) -> bool:
         return True
     files = [entry] + (
         [DatasetFile(path=entry.select.ids_file, sha256=entry.select.ids_sha256)]
-        if entry.select and not isinstance(entry.select, ShuffleSelect)
+        if isinstance(entry.select, IdsSelect)
         else []
     )
     return all((cache_dir() / "datasets" / dataset.name / f.sha256 / Path(f.path).name).exists() for f in files)

@@ -47,10 +47,17 @@ class IdsSelect(StrictModel):
     key: str
 
 
+class IdsShuffleSelect(IdsSelect, ShuffleSelect):
+    """The rows an :class:`IdsSelect` picks (in the listing's order), then shuffled and cut as :class:`ShuffleSelect`
+    does: a seeded split of a named subset of a file (e.g. τ² telecom's 114 ``base`` tasks of its 2285)."""
+
+
 class DatasetFile(StrictModel):
     path: str = Field(description="File path relative to the dataset source (and to an offline mirror).")
     sha256: SHA256 = Field(description="Pinned content hash; a mismatch is an error, never a silent use.")
-    select: ShuffleSelect | IdsSelect | None = Field(None, description="Take a subset of the file's rows.")
+    select: ShuffleSelect | IdsSelect | IdsShuffleSelect | None = Field(
+        None, description="Take a subset of the file's rows."
+    )
 
 
 def _relative_folder(v: str) -> str:
