@@ -4,12 +4,14 @@ The scripts read only what a model would read (each request's messages) and keep
 server serves concurrent conversations (``harness.rollout.evaluate`` runs several at once):
 
 - the **user** (:func:`user_reply`) finds its task by the scenario in its system prompt, opens with the task's
-  request (tagged ``Task <id>:``) and answers ``###STOP###`` to the agent's next message;
+  request (tagged ``Task <id>:``) and answers ``###STOP###`` to the agent's last message. In a dual-control domain
+  (telecom) it also performs the task's expected actions whose ``requestor`` is the user, with its own tools, when
+  the agent asks for them (:data:`ASK`): one tool call per reply, then it reports where it got to (:data:`DONE`);
 - the **oracle policy** (:func:`oracle_reply`) performs the task's expected actions (τ²'s
-  ``evaluation_criteria.actions``) one tool call per reply, in order, then says the information it must
-  communicate (``communicate_info``). Where it is in its script is carried by the ids of its own tool calls
-  (``oracle.<task>.<step>``): the last message of each request is the result of its previous call, or the
-  user's opening.
+  ``evaluation_criteria.actions``) one tool call per reply, in order, asking the user for each run of the user's
+  own, then says the information it must communicate (``communicate_info``). Where each side is in the script is
+  carried by the ids of its own tool calls (``oracle.<task>.<step>``, ``user.<task>.<step>``) and by the step
+  numbers in the two sides' requests and reports: the last message of each request says where to go on.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from harness.rollout.protocol import Task
 STOP = "###STOP###"
 OPENING = re.compile(r"^Task (\S+): ")
 CALL_ID = re.compile(r"^oracle\.(\S+)\.(\d+)$")
+USER_CALL_ID = re.compile(r"^user\.(\S+)\.(\d+)$")
+ASK = re.compile(r"^Please do step (\d+) of task (\S+) on your phone")
+"""The oracle asking the user for the user's next expected action(s)."""
+DONE = re.compile(r"^I did what you asked, up to step (\d+) of task (\S+)\.")
+"""The user telling the oracle where the user's actions ended."""
 Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
 """A request body to (HTTP status, response body)."""
 
@@ -101,19 +108,39 @@ class ScriptedEndpoint:
 
 
 def user_reply(tasks: Sequence[Task]) -> Reply:
-    """The scripted user of ``tasks``: the task's request first, then ``###STOP###``."""
-    by_scenario = {str(tau2_task(t).user_scenario.instructions).strip(): t for t in tasks}
+    """The scripted user of ``tasks``: the task's request first; the user's own expected actions when the agent
+    asks for them; ``###STOP###`` to anything else the agent says."""
+    by_id = {t.id: t for t in tasks}
+    by_scenario = {}
+    for t in tasks:
+        scenario = tau2_task(t).user_scenario
+        by_scenario[str(scenario.instructions).strip()] = t  # the lab's prompt (single control)
+        by_scenario[str(scenario).strip()] = t  # τ²'s own, persona included (dual control)
 
     def reply(body: dict[str, Any]) -> tuple[int, dict]:
         messages = body["messages"]
-        if any(m["role"] == "assistant" for m in messages):  # the simulator's own earlier turns (roles flipped)
-            return completion(STOP)
-        system = "\n".join(text_of(m) for m in messages if m["role"] in ("system", "developer"))
-        scenario = system.partition("<scenario>")[2].partition("</scenario>")[0].strip()
-        task = by_scenario[scenario]
-        return completion(f"Task {task.id}: {tau2_task(task).user_scenario.instructions.reason_for_call}")
+        last = messages[-1]
+        if not any(m["role"] == "assistant" for m in messages):  # no turn of its own yet (roles flipped): open
+            system = "\n".join(text_of(m) for m in messages if m["role"] in ("system", "developer"))
+            scenario = system.partition("<scenario>")[2].partition("</scenario>")[0].strip()
+            task = by_scenario[scenario]
+            return completion(f"Task {task.id}: {tau2_task(task).user_scenario.instructions.reason_for_call}")
+        if last["role"] == "tool" and (done := USER_CALL_ID.match(str(last.get("tool_call_id", "")))):
+            return user_step(by_id[done.group(1)], int(done.group(2)) + 1)
+        if last["role"] == "user" and (asked := ASK.match(text_of(last))):
+            return user_step(by_id[asked.group(2)], int(asked.group(1)))
+        return completion(STOP)
 
     return reply
+
+
+def user_step(task: Task, step: int) -> tuple[int, dict]:
+    """The user's expected action ``step`` as a tool call if it is the user's, else the user's report."""
+    actions = tau2_task(task).evaluation_criteria.actions or []
+    if step < len(actions) and actions[step].requestor == "user":
+        action = actions[step]
+        return completion(tool_calls=[tool_call(f"user.{task.id}.{step}", action.name, json.dumps(action.arguments))])
+    return completion(f"I did what you asked, up to step {step} of task {task.id}.")
 
 
 def final_message(task: Task) -> str:
@@ -123,7 +150,8 @@ def final_message(task: Task) -> str:
 
 
 def oracle_reply(tasks: Sequence[Task]) -> Reply:
-    """The oracle policy of ``tasks``: each expected action as a tool call, in order, then :func:`final_message`."""
+    """The oracle policy of ``tasks``: each expected action as a tool call, in order (asking the user for the user's
+    own), then :func:`final_message`."""
     by_id = {t.id: t for t in tasks}
 
     def reply(body: dict[str, Any]) -> tuple[int, dict]:
@@ -132,12 +160,16 @@ def oracle_reply(tasks: Sequence[Task]) -> Reply:
             task_id, step = done.group(1), int(done.group(2)) + 1
         elif last["role"] == "user" and (opening := OPENING.match(text_of(last))):
             task_id, step = opening.group(1), 0
+        elif last["role"] == "user" and (reported := DONE.match(text_of(last))):
+            task_id, step = reported.group(2), int(reported.group(1))
         else:
             return completion(f"the oracle lost its place at {json.dumps(last)[:300]}")
         task = by_id[task_id]
         actions = tau2_task(task).evaluation_criteria.actions or []
         if step < len(actions):
             action = actions[step]
+            if action.requestor == "user":
+                return completion(f"Please do step {step} of task {task_id} on your phone: {action.name}.")
             call = tool_call(f"oracle.{task_id}.{step}", action.name, json.dumps(action.arguments))
             return completion(tool_calls=[call])
         return completion(final_message(task))

@@ -1,9 +1,12 @@
-"""τ²-bench airline and retail: a customer-service agent talks to a fixed user simulator; τ²'s own evaluator scores it.
+"""τ²-bench airline, retail and telecom: a customer-service agent talks to a fixed user simulator; τ²'s own evaluator
+scores it.
 
 The conversation is Agent Framework lab's τ² ``TaskRunner`` (assistant and user-simulator agents in a workflow);
 the assistant is the served policy, the user simulator is the run's separate, never-trained endpoint
-(``RolloutContext.simulator``). Scores are τ²'s ``evaluate_simulation`` reward; a conversation that fails because
-a server is unreachable is an infrastructure error (retried, then excluded from pass rates), never a 0 reward.
+(``RolloutContext.simulator``). In telecom (dual control) the user simulator has tools of its own, acting on its
+phone in the same environment, set to the task's initial state (``dual_control.py``). Scores are τ²'s
+``evaluate_simulation`` reward; a conversation that fails because a server is unreachable is an infrastructure
+error (retried, then excluded from pass rates), never a 0 reward.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.errors import SpecError
 from harness.paths import cache_dir
@@ -26,12 +29,19 @@ _compat = load_module(Path(__file__).with_name("compat.py"), "harness_benchmark_
 _framing = load_module(Path(__file__).with_name("user_framing.py"), "harness_benchmark_tau2_user_framing")
 
 
+def _dual_control() -> Any:
+    """``dual_control.py``, loaded on first use: it imports the lab runner, so only after ``compat.apply``."""
+    return load_module(Path(__file__).with_name("dual_control.py"), "harness_benchmark_tau2_dual_control")
+
+
 class Tau2Options(BaseModel):
     """``agent.options`` of the τ² spec."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
     domain: str = Field(
-        "airline", pattern="^(airline|retail)$", description="τ² domain: airline or retail (single-control)."
+        "airline",
+        pattern="^(airline|retail|telecom)$",
+        description="τ² domain: airline or retail (single-control), telecom (dual control: the user has tools).",
     )
     max_steps: int = Field(100, gt=1, description="Most messages (both sides) before the conversation is cut.")
     assistant_window: int = Field(4000, gt=0, description="Token window of the assistant's history (o200k count).")
@@ -41,6 +51,12 @@ class Tau2Options(BaseModel):
         description="How the user simulator is asked for its next message: roles (τ²'s, the chat with roles "
         "flipped) or transcript (the conversation written out, the reply continuing 'Customer:'; user_framing.py).",
     )
+
+    @model_validator(mode="after")
+    def _transcript_needs_single_control(self) -> Tau2Options:
+        if self.user_framing == "transcript" and self.domain in _compat.DUAL_CONTROL:
+            raise ValueError(f"user_framing transcript leaves out tool calls: {self.domain}'s user has tools")
+        return self
 
 
 @register_benchmark
@@ -67,8 +83,10 @@ class Tau2Benchmark(Benchmark):
 
         opts, user_max_tokens = self.options, self.options.user_max_tokens
         _compat.use_domain(opts.domain)
+        dual = opts.domain in _compat.DUAL_CONTROL
+        base = _dual_control().DualControlRunner if dual else TaskRunner
 
-        class Runner(TaskRunner):  # type: ignore[misc]
+        class Runner(base):  # type: ignore[misc,valid-type]
             """The lab runner with the spec's token limits and seed on both agents."""
 
             def assistant_agent(self, client: Any) -> Any:
@@ -89,11 +107,11 @@ class Tau2Benchmark(Benchmark):
             max_steps=opts.max_steps,
             assistant_sampling_temperature=ctx.temperature,
             assistant_window_size=opts.assistant_window,
+            **({"domain": opts.domain} if dual else {}),
         )
 
     async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
         from agent_framework.openai import OpenAIChatCompletionClient
-        from agent_framework_lab_tau2._tau2_utils import convert_agent_framework_messages_to_tau2_messages
         from tau2.data_model.tasks import Task as Tau2Task
 
         if ctx.simulator is None:
@@ -106,6 +124,7 @@ class Tau2Benchmark(Benchmark):
         if self.options.user_framing == "transcript":
             sim_client = _framing.TranscriptClient(sim_client)
         user = OpenAIChatCompletionClient(model=ctx.simulator.model, async_client=sim_client)
+        user.function_invocation_configuration["max_iterations"] = ctx.max_turns  # the user's tool rounds (telecom)
         started = time.perf_counter()
         conversation = await runner.run(tau2_task, assistant, user)
         latency = time.perf_counter() - started
@@ -113,7 +132,7 @@ class Tau2Benchmark(Benchmark):
         info = runner.full_reward_info
         termination = runner.termination_reason.value if runner.termination_reason else "too_many_errors"
         records = [message_record(m) for m in conversation]
-        tau2_messages = convert_agent_framework_messages_to_tau2_messages(conversation)
+        tau2_messages = _compat.tau2_messages(conversation)
         return Episode(
             task_id=task.id,
             sample=0,
@@ -121,7 +140,7 @@ class Tau2Benchmark(Benchmark):
             passed=self.passed(reward),  # τ²'s is_successful: the reward is 1 (to 1e-6)
             answer=termination,
             messages=records,
-            tool_calls=sum(len(m.get("tool_calls", [])) for m in records),
+            tool_calls=sum(len(m.get("tool_calls", [])) for m in records if m["role"] == "assistant"),  # the agent's
             turns=sum(1 for m in records if m["role"] == "assistant"),
             latency_s=latency,
             info={

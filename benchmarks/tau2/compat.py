@@ -12,7 +12,7 @@
 - **Domains other than airline.** The lab runner hard-codes airline twice: its assistant gets airline's environment
   (``get_environment`` imported from ``tau2.domains.airline.environment`` at module level) and its ``evaluate``
   calls τ²'s ``evaluate_simulation`` with ``domain="airline"``. :func:`use_domain` points both at the spec's
-  domain (retail: τ²'s own environment, tools, policy and evaluator for it).
+  domain (retail, telecom: τ²'s own environment, tools, policy and evaluator for it).
 - **Tool calls run as τ² runs them.** The lab's tools validate a call's arguments with the tool's pydantic model
   and run it with the converted values, and a failing call answers the model "Error: Function failed.". τ²'s own
   environment (``Environment.get_response``), which its evaluator replays, runs the call with the JSON arguments as
@@ -21,7 +21,10 @@
   while τ²'s replay of the same call failed and scored the database unchanged; a date written as a number was
   refused in the conversation and ran in τ²'s replay, whose different result ended the evaluation in an agent
   error. :func:`tau2_function_tool` runs each call as ``get_response`` does, so the conversation, its replay and
-  the reward agree, and the agent reads τ²'s error texts ("Error: User not found").
+  the reward agree, and the agent reads τ²'s error texts ("Error: User not found"). In a dual-control domain
+  each side's tools run through the conversation's own environment (``dual_control.py``).
+- **Tool results answer whoever called.** The lab's conversion to τ² messages marks every tool result as the
+  assistant's; :func:`tau2_messages` marks a result of the simulated user's own call as the user's, as τ² does.
 - **Failed tool calls are scored.** τ²'s evaluator replays the conversation's tool calls and raises when a
   failed call's recorded result differs from τ²'s own error text, as it does for a call that Agent Framework
   answers itself (a tool that does not exist: "Error: Requested function ... not found."); :func:`apply` calls
@@ -30,8 +33,8 @@
   policy; the task file goes through the harness's dataset layer and its pinned hash).
 
 Each shim has a test that fails when it stops working and one that fails when it stops being needed:
-``tests/test_tau2_compat.py`` (LiteLLM, loguru) and ``tests/test_tau2.py`` (tiktoken, tool schemas, domains, tool
-calls).
+``tests/test_tau2_compat.py`` (LiteLLM, loguru), ``tests/test_tau2.py`` (tiktoken, tool schemas, domains, tool
+calls) and ``tests/test_tau2_telecom.py`` (tool results of the user's calls, tools bound to an environment).
 """
 
 from __future__ import annotations
@@ -121,12 +124,18 @@ def _patch_tool_schema() -> None:
         lab_runner._get_openai_schema = tool_schema  # type: ignore[attr-defined]
 
 
-def tau2_function_tool(tool: Any) -> Any:
+def tau2_function_tool(tool: Any, environment: Any = None, requestor: str = "assistant") -> Any:
     """An Agent Framework tool that runs the τ² ``tool`` as τ²'s ``Environment.get_response`` does: with the call's
     JSON arguments unchanged (no validation, no conversion), answering the result as τ²'s JSON text, or
-    ``Error: <exception>`` when the tool raises. The model is shown the tool's own schema and description."""
+    ``Error: <exception>`` when the tool raises. The model is shown the tool's own schema and description.
+
+    Given the conversation's ``environment``, each call is that environment's ``get_response`` for ``requestor``
+    (``assistant`` or ``user``), which also syncs the two sides afterwards (``sync_tools``: in telecom, a line the
+    agent re-activates shows on the user's phone); without one (single-control domains, whose ``sync_tools`` does
+    nothing), the tool itself runs, answered alike."""
     from agent_framework import FunctionTool
     from pydantic import BaseModel, ConfigDict
+    from tau2.data_model.message import ToolCall
     from tau2.environment.environment import Environment
 
     schema: dict[str, Any] = tool.params.model_json_schema()
@@ -141,6 +150,9 @@ def tau2_function_tool(tool: Any) -> Any:
             return schema
 
     def run(**arguments: Any) -> str:
+        if environment is not None:
+            call = ToolCall(id="", name=tool.name, arguments=arguments, requestor=requestor)
+            return str(environment.get_response(call).content)
         try:
             result = tool(**arguments)
         except Exception as exc:  # τ²'s get_response answers any failure with its text
@@ -154,6 +166,29 @@ def _patch_tool_calls() -> None:
     import agent_framework_lab_tau2.runner as lab_runner
 
     lab_runner.convert_tau2_tool_to_function_tool = tau2_function_tool  # type: ignore[attr-defined]
+
+
+def tau2_messages(messages: list[Any]) -> list[Any]:
+    """Agent Framework messages as τ² messages: the lab's conversion, with each tool result marked as answering
+    whoever made its call. The lab marks every result as the assistant's (``requestor="assistant"``), also those
+    of the simulated user's own tool calls (dual control), which τ² marks as the user's."""
+    from agent_framework_lab_tau2._tau2_utils import convert_agent_framework_messages_to_tau2_messages as lab
+    from tau2.data_model.message import ToolMessage
+
+    converted = list(lab(messages))
+    requestors: dict[str, str] = {}
+    for message in converted:
+        for call in getattr(message, "tool_calls", None) or []:
+            requestors[call.id] = call.requestor
+        if isinstance(message, ToolMessage) and message.id in requestors:
+            message.requestor = requestors[message.id]  # type: ignore[assignment]
+    return converted
+
+
+def _patch_message_conversion() -> None:
+    import agent_framework_lab_tau2.runner as lab_runner
+
+    lab_runner.convert_agent_framework_messages_to_tau2_messages = tau2_messages  # type: ignore[attr-defined]
 
 
 class _PlainTextEncoding:
@@ -199,6 +234,7 @@ def apply(cache: Path) -> None:
     logger.add(sys.stderr, level="ERROR")
     _patch_tool_schema()
     _patch_tool_calls()
+    _patch_message_conversion()
     _patch_window_encoding()
     # As the reference τ² script does before training or evaluating: τ²'s evaluator replays the conversation's
     # tool calls and, unpatched, raises when a call that failed returns τ²'s own error text ("Error: User x not
@@ -213,8 +249,12 @@ def apply(cache: Path) -> None:
     _applied = True
 
 
-DOMAINS = ("airline", "retail")
-"""Domains the runner can be pointed at: single-control ones (the simulated user has no tools of its own)."""
+SINGLE_CONTROL = ("airline", "retail")
+"""Domains whose simulated user has no tools of its own: the lab's runner as it is, pointed at the domain."""
+DUAL_CONTROL = ("telecom",)
+"""Domains whose simulated user acts on its own device through τ²'s user tools (``dual_control.py``)."""
+DOMAINS = SINGLE_CONTROL + DUAL_CONTROL
+"""Domains the runner can be pointed at."""
 
 
 def use_domain(domain: str) -> None:
