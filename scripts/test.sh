@@ -58,9 +58,9 @@ beside() {
     ) >"$log" 2>&1 &
 }
 # The docker tests leave their process idle for minutes before the others are done: a few long end-to-end files
-# (about 650 s together in CI) follow them in the same process, so two pytest processes run from start to end, both
+# (about 750 s together in CI) follow them in the same process, so two pytest processes run from start to end, both
 # busy until about the same time (never three: the cores are the limit).
-LATER=(tests/test_e2e_tau2.py tests/test_engine_matrix.py tests/test_reproduce.py tests/test_user_simulator_key.py tests/test_bfcl.py
+LATER=(tests/test_e2e_tau2.py tests/test_engine_matrix.py tests/test_reproduce.py tests/test_user_simulator_key.py
     tests/test_tau2_oracle.py)
 beside "docker tests, then ${LATER[*]}" "$logdir/docker.log" -m docker "$@" -- "$@" "${LATER[@]}"
 docker_pid=$!
