@@ -62,7 +62,9 @@ class SplitRecord(_Record):
     """Which rows of its file a split is: the selection the spec gives (none: the whole file) and a hash of the
     selected rows, in order, so two runs can tell that they used the same split."""
 
-    select: dict[str, Any] | None = Field(None, description="The spec's selection (a seeded shuffle, an ids file, or both).")
+    select: dict[str, Any] | None = Field(
+        None, description="The spec's selection (a seeded shuffle, an ids file, or both)."
+    )
     rows: int = 0
     rows_sha256: str = Field("", description="sha256 of the selected rows as canonical JSON lines, in order.")
 
