@@ -1,4 +1,4 @@
-"""README.md's layout section names every module of the harness and nothing that is not there."""
+"""docs/architecture.md's layout section names every module of the harness and nothing that is not there."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ import re
 
 from support import REPO
 
+LAYOUT_DOC = REPO / "docs" / "architecture.md"
 SECTION = re.compile(r"^## Layout.*?\n```\n(.*?)```", re.S | re.M)
 
 
 def listed_modules() -> set[str]:
     """The modules the layout block names, as paths relative to harness/ (a folder line sets where its indented
     module names live)."""
-    block = SECTION.search((REPO / "README.md").read_text())
-    assert block, "README.md has no layout section with a code block"
+    block = SECTION.search(LAYOUT_DOC.read_text())
+    assert block, "docs/architecture.md has no layout section with a code block"
     found: set[str] = set()
     package = None
     for line in block.group(1).splitlines():
@@ -43,8 +44,8 @@ def listed_modules() -> set[str]:
 def test_the_layout_names_every_module() -> None:
     actual = {str(p.relative_to(REPO / "harness")) for p in (REPO / "harness").rglob("*.py") if p.name != "__init__.py"}
     listed = listed_modules()
-    assert not actual - listed, f"modules the README's layout does not name: {sorted(actual - listed)}"
-    assert not listed - actual, f"the README's layout names modules that do not exist: {sorted(listed - actual)}"
+    assert not actual - listed, f"modules docs/architecture.md does not name: {sorted(actual - listed)}"
+    assert not listed - actual, f"docs/architecture.md names modules that do not exist: {sorted(listed - actual)}"
 
 
 def test_no_module_is_over_400_lines() -> None:

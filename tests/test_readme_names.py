@@ -1,4 +1,4 @@
-"""Every name the READMEs (README.md, docker/README.md) give the reader to type exists.
+"""Every name the READMEs (README.md, docker/README.md) and the pages in docs/ give the reader to type exists.
 
 * `harness` options: each `harness <command> ...` in a code block or an inline code span names a registered command
   of the typer app (:data:`harness.cli.app`) and only that command's options; a code span that is only an option
@@ -26,7 +26,7 @@ import typer
 from harness.cli import app
 from support import REPO
 
-DOCS = (REPO / "README.md", REPO / "docker" / "README.md")
+DOCS = (REPO / "README.md", REPO / "docker" / "README.md", *sorted((REPO / "docs").glob("*.md")))
 
 FOREIGN_FLAGS: dict[str, str] = {
     # option: whose it is (the READMEs name it in a code span of its own, beside the tool's name in the text)
@@ -48,6 +48,10 @@ FOREIGN_FLAGS: dict[str, str] = {
     "--memory": "docker run",
     "--cpus": "docker run",
     "--spin": "bench/cpu_sharing.py",
+    "--check": "bench/reference_anchor.py",
+    "--steps": "bench/reference_anchor.py",
+    "--log": "bench/reference_anchor.py",
+    "--debug": "the reference math sample",
 }
 """Options of other programs that the READMEs name in a code span without the program; those of a file in this
 repository are checked to occur in it, and an entry no README needs any more fails the test."""

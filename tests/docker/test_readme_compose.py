@@ -1,5 +1,6 @@
-"""Every `docker compose` command of the top-level README, run as written in a fresh clone's layout after
-`make images` and `make bench-math`: no POLICY_MODEL_PATH, no HARNESS_*_DIR, no HARNESS_UID, no data mirror.
+"""Every `docker compose` command of the top-level README and the pages in docs/, run as written in a fresh clone's
+layout after `make images` and `make bench-math`: no POLICY_MODEL_PATH, no HARNESS_*_DIR, no HARNESS_UID,
+no data mirror.
 
 The clone holds the repository's tracked files (`git ls-files`, with the working tree's content) and what
 `make bench-math` leaves in `.cache/` (the converted model, hard-linked from the shared cache, and the dataset,
@@ -31,6 +32,7 @@ from support_docker import ROOT, compose_cli, require_engine_and_images
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 README = ROOT / "README.md"
+PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
 # GPU services -> the CPU service the same command runs on this machine (None: no CPU counterpart; config only).
 CPU_COUNTERPART = {"math-train": "math-train-cpu", "math-eval": "math-eval-cpu", "tau2-eval": "tau2-eval-cpu",
                    "tau2-train": None}  # fmt: skip
@@ -39,15 +41,18 @@ NOT_RERUN = {"math-train-cpu": ["harness", "run", "math", "--profile", "smoke", 
 
 
 def readme_compose_commands() -> list[list[str]]:
-    """The `docker compose ...` lines of README.md's code blocks (comments dropped)."""
-    out = []
-    in_block = False
-    for line in README.read_text().splitlines():
-        if line.startswith("```"):
-            in_block = not in_block
-            continue
-        if in_block and line.strip().startswith("docker compose "):
-            out.append(shlex.split(line.split("#", 1)[0]))
+    """The `docker compose ...` lines of the code blocks of README.md and docs/ (comments dropped), each once."""
+    out: list[list[str]] = []
+    for page in PAGES:
+        in_block = False
+        for line in page.read_text().splitlines():
+            if line.startswith("```"):
+                in_block = not in_block
+                continue
+            if in_block and line.strip().startswith("docker compose "):
+                cmd = shlex.split(line.split("#", 1)[0])
+                if cmd not in out:
+                    out.append(cmd)
     return out
 
 
