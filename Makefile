@@ -23,7 +23,7 @@ help:
 	@echo "                                              train then evaluate the math benchmark"
 	@echo "make bench-tau2 [PROFILE=smoke|full|tau2-split] [SEEDS=N] [BACKEND=...]"
 	@echo "                                              train then evaluate τ²-bench airline (pass^k)"
-	@echo "make bench-bfcl [PROFILE=simple-python|learn-cpu|multi-turn-base|...]"
+	@echo "make bench-bfcl [PROFILE=quick|simple-python|learn-cpu|multi-turn-base|...]"
 	@echo "                                              BFCL function calling, scored by BFCL's own checker"
 	@echo "make bench-<name> [PROFILE=P]                  any benchmark folder benchmarks/<name>/"
 	@echo "make test                                      lint and run every test"

@@ -257,11 +257,23 @@ def test_fc_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_bfcl_run_end_to_end(smoke_model: Path, tmp_path: Path) -> None:
-    """`harness run bfcl` (the default profile has no training, so it evaluates, as `make bench-bfcl` does) with the
-    served embedded model: a row, every episode scored by the checker."""
+    """`harness run bfcl --profile simple-python` (no training, so it evaluates, as `make bench-bfcl` does with its
+    default profile) with the served embedded model: a row, every episode scored by the checker."""
     env = {**os.environ, "HARNESS_RESULTS": str(tmp_path / "results"), "HARNESS_ARTIFACTS": str(tmp_path / "a")}
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "bfcl", "--limit", "4", "--backend", "local"],
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "bfcl",
+            "-p",
+            "simple-python",
+            "--limit",
+            "4",
+            "--backend",
+            "local",
+        ],
         capture_output=True,
         text=True,
         env=env,

@@ -66,6 +66,8 @@ def test_harness_run_math_smoke(smoke_model: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "baseline eval: pass@1" in proc.stdout
     assert "eval after training: pass@1" in proc.stdout
+    last = proc.stdout.strip().splitlines()[-1]  # the default profile says what it shows, and what shows learning
+    assert last.startswith("smoke: checks the pipeline") and "harness run math --profile tuned-h200" in last, last
 
     table = tmp_path / "results" / "math" / "runs.csv"
     rows = list(csv.DictReader(table.open()))

@@ -107,3 +107,14 @@ def test_cli_validate_all_profiles() -> None:
     proc = _cli("validate", "math")
     assert proc.returncode == 0, proc.stderr
     assert "profile=full" in proc.stdout and "profile=smoke" in proc.stdout
+
+
+def test_smoke_defaults_say_what_they_show_and_the_text_is_not_hashed() -> None:
+    """A default profile that cannot show learning says so (the run prints it last) and names the command that can;
+    the text is for the reader, so editing it keeps the hash that the profile's recorded rows carry."""
+    for bench in ("math", "tau2", "bfcl"):
+        spec = load_spec(REPO / "benchmarks" / bench / "spec.yaml")
+        assert f"harness run {bench} --profile" in spec.shows or "--profile learn-h200" in spec.shows, (bench, spec)
+        assert spec_hash(spec) == spec_hash(spec.model_copy(update={"shows": "something else"}))
+    assert load_spec(REPO / "benchmarks" / "bfcl" / "spec.yaml").model.name == "Qwen2.5-Coder-0.5B-Instruct"
+    assert not load_spec(REPO / "benchmarks" / "arith" / "spec.yaml").shows  # it shows learning itself

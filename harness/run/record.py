@@ -148,6 +148,8 @@ def record_run(
     silent = no_signal_line(state.train_metrics)
     if silent:  # a finding, not a failure: the row is recorded, and its note says it too
         console.print(f"[bold yellow]{silent}[/]: every group's samples got the same reward, so GRPO updated nothing")
+    if spec.shows:
+        console.print(f"[dim]{spec.profile}:[/] {' '.join(spec.shows.split())}")
     return row
 
 

@@ -105,6 +105,7 @@ them keeps the hash its recorded rows carry (seeds are grouped, and reproduction
 def spec_hash(spec: BenchmarkSpec) -> str:
     """A stable content hash of the resolved spec (profile included)."""
     data = spec.model_dump(mode="json")
+    data.pop("shows", None)  # what the profile shows the reader, not what it runs
     for (section, key), default in HASH_OMITS_AT_DEFAULT.items():
         if isinstance(data.get(section), dict) and data[section].get(key) == default:
             del data[section][key]

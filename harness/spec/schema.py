@@ -282,6 +282,11 @@ class BenchmarkSpec(StrictModel):
 
     name: str
     description: str = ""
+    shows: str = Field(
+        "",
+        description="What a result of this profile can show, printed as the run's last line (a smoke profile: that it "
+        "checks the pipeline, and which command shows learning). Text for the reader: not in the spec's hash.",
+    )
     version: PositiveInt = 1
     entrypoint: str = Field("benchmark.py", description="Python file in the benchmark folder with the benchmark.")
     dataset: DatasetSpec
