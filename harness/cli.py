@@ -60,9 +60,9 @@ def validate(
     class registered with every required hook) and that each profile's engine can train it, with what it detects
     and, when it trains, the share of GRPO groups expected to differ in the task's reward (`harness power`)."""
     from harness.engines import check_engine, load_checked_spec
-    from harness.results.planning import profile_power, recorded_rows, task_count
-    from harness.results.signal import predict_signal
     from harness.rollout.loading import load_benchmark, spec_path
+    from harness.run.planning import profile_power, recorded_rows, task_count
+    from harness.run.signal_forecast import predict_signal
     from harness.spec import profile_names
 
     path = Path(benchmark) if benchmark.endswith((".yaml", ".yml")) else spec_path(benchmark)
@@ -323,15 +323,15 @@ def _print_pooled(rows: list[Any]) -> None:
             console.print(f"  {pair.detectable_note}", markup=False)
 
 
-def _register_results() -> None:
-    try:
-        from harness.results.cli import register
-    except ImportError:  # pragma: no cover - the results package is part of the harness
-        return
-    register(app)
+def _register_commands() -> None:
+    from harness.results.cli import register as register_results
+    from harness.run.cli import register as register_power
+
+    register_results(app)  # results, compare, report
+    register_power(app)
 
 
-_register_results()
+_register_commands()
 
 
 @contextlib.contextmanager

@@ -23,8 +23,8 @@ from harness.engines.signal import expected_signal_share, group_signal, no_signa
 from harness.engines.trl.worker import SignalMeter
 from harness.engines.verl.worker import TraceGroups
 from harness.paths import cache_dir, env_python
-from harness.results.signal import THRESHOLD, predict_signal
 from harness.results.store.store import ResultStore
+from harness.run.signal_forecast import THRESHOLD, predict_signal
 from harness.spec import load_spec
 from support import REPO
 

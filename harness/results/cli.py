@@ -1,8 +1,8 @@
-"""The ``results``, ``compare``, ``report`` and ``power`` commands of the ``harness`` CLI.
+"""The ``results``, ``compare`` and ``report`` commands of the ``harness`` CLI (``power``, which reads the spec, is
+in :mod:`harness.run.cli`).
 
 Only argument parsing lives here; the work is done by :class:`~harness.results.compare.compare.CompareCommand`,
-:class:`~harness.results.report.report.ReportCommand`, :class:`~harness.results.store.store.ResultStore` and
-:mod:`harness.results.planning`. User
+:class:`~harness.results.report.report.ReportCommand` and :class:`~harness.results.store.store.ResultStore`. User
 errors are raised as :class:`~harness.errors.ResultsError` for the main CLI to print as one line (exit code 2).
 """
 
@@ -148,62 +148,8 @@ def report_command(
     typer.echo(f"wrote {files.html} ({len(files.images)} plots) and {files.markdown}")
 
 
-def power_command(
-    benchmark: Annotated[str, typer.Argument(help="Benchmark name, or a path to a spec.yaml.")],
-    profile: Annotated[str | None, typer.Option("--profile", "-p", help="Only this profile.")] = None,
-    gain: Annotated[
-        float | None,
-        typer.Option(
-            "--gain", help="A target gain (a fraction: 0.10 is +10 pp): the tasks, samples and seeds it needs."
-        ),
-    ] = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the test.")] = 0.05,
-    power: Annotated[float, typer.Option("--power", help="The power asked for.")] = 0.8,
-    base_rate: Annotated[
-        float | None,
-        typer.Option(
-            "--base-rate", help="Pass rate before training (default: the latest recorded baseline, else 0.3)."
-        ),
-    ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", min=2, help="Seeds a side for the cross-run figure.")] = 5,
-    concentration: Annotated[
-        float,
-        typer.Option("--concentration", help="Spread of task difficulty: Beta concentration (smaller: more spread)."),
-    ] = 2.0,
-) -> None:
-    """What a profile can detect before it runs: the smallest before -> after gain (paired over tasks) and the
-    smallest gain between trained runs (seeds as units), at 80% power by default, simulated with the harness's own
-    tests; with --gain, the tasks, samples per task and seeds a side that gain needs."""
-    from harness.results.planning import profile_power, recorded_rows, task_count
-    from harness.results.signal import predict_signal
-    from harness.results.stats.power import PowerModel
-    from harness.rollout.loading import load_benchmark, spec_path
-    from harness.spec import load_spec, profile_names
-
-    checks = {"--alpha": 0 < alpha < 1, "--power": 0 < power < 1, "--concentration": concentration > 0}
-    checks |= {"--gain": gain is None or 0 < gain < 1, "--base-rate": base_rate is None or 0 <= base_rate <= 1}
-    bad = [name for name, ok in checks.items() if not ok]
-    if bad:
-        raise ResultsError(f"{', '.join(bad)}: out of range (alpha, power, gain and base rate are fractions in (0, 1))")
-    path = Path(benchmark) if benchmark.endswith((".yaml", ".yml")) else spec_path(benchmark)
-    model = PowerModel(concentration=concentration)
-    for name in [profile] if profile else profile_names(path):
-        spec = load_spec(path, name)
-        tasks, source = task_count(spec, load_benchmark(spec, path.parent))
-        rows, unread = recorded_rows(spec.name)
-        found = profile_power(
-            spec, tasks, rows, tasks_source=source, alpha=alpha, power=power, rate=base_rate, seeds=seeds, model=model
-        )
-        signal = predict_signal(spec, rows)
-        lines = found.lines() + ([f"  training signal: {signal.line()}"] if signal is not None else [])
-        lines += found.needs(gain) if gain is not None else []
-        for line in lines + ([f"  note: {unread}"] if unread else []):
-            typer.echo(line)
-
-
 def register(app: typer.Typer) -> None:
-    """Add ``results``, ``compare``, ``report`` and ``power`` to the main ``harness`` app."""
+    """Add ``results``, ``compare`` and ``report`` to the main ``harness`` app."""
     app.command("results")(results_command)
     app.command("compare")(compare_command)
     app.command("report")(report_command)
-    app.command("power")(power_command)

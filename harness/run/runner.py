@@ -28,8 +28,6 @@ from harness.engines import TrainRequest, check_engine, get_engine, validate_tra
 from harness.engines.signal import no_signal_line
 from harness.errors import SpecError
 from harness.paths import artifacts_dir, link_policy
-from harness.results.planning import profile_power, recorded_rows
-from harness.results.signal import predict_signal
 from harness.results.store.manifest import PowerRecord
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
@@ -40,9 +38,11 @@ from harness.rollout.records import phase_records
 from harness.rollout.tracing import TraceStore
 from harness.run.memory import TreeSampler
 from harness.run.plan import RunPlan, plan_run
+from harness.run.planning import profile_power, recorded_rows
 from harness.run.provenance import git_state
 from harness.run.record import RecordContext, record_run
 from harness.run.resume import check_same, restore
+from harness.run.signal_forecast import predict_signal
 from harness.run.state import EVALUATION_PHASE, PHASES, Evaluation, Phase, RunState, new_run_id, summarize, write_state
 from harness.serving.policy import PolicyServer
 from harness.serving.server import first_error

@@ -12,11 +12,11 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.results.planning import base_rate, profile_power, task_count
 from harness.results.stats.power import DEFAULT_BASE_RATE
 from harness.results.store.manifest import Manifest, parse_manifest
 from harness.results.store.store import ResultStore
 from harness.rollout.loading import open_benchmark
+from harness.run.planning import base_rate, profile_power, task_count
 from harness.run.runner import Runner
 from harness.spec.options import RunOptions
 

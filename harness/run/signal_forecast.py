@@ -3,7 +3,7 @@
 A group is one task's ``n`` samples in a step; GRPO learns only from groups whose rewards differ. For a task that
 passes with probability p, a group of n samples differs with probability 1 - p^n - (1 - p)^n
 (:func:`harness.engines.signal.expected_signal_share`). The pass rates come from the profile's latest recorded
-baseline (the run :func:`harness.results.planning.base_rate` picks): per task when it sampled each task at least
+baseline (the run :func:`harness.run.planning.base_rate` picks): per task when it sampled each task at least
 twice, else its pooled rate for every task (tasks taken as alike: an upper bound, since the share is concave in p),
 else the default base rate. ``harness validate``, ``harness power`` and a run's set-up print it, with a warning
 below :data:`THRESHOLD`; each step's measured share is in the run's ``train_metrics`` (``task_signal_share``).
@@ -19,9 +19,9 @@ from pathlib import Path
 from harness.engines import get_engine_class
 from harness.engines.signal import expected_signal_share
 from harness.errors import ResultsError
-from harness.results.planning import base_rate
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
+from harness.run.planning import base_rate
 from harness.spec import BenchmarkSpec
 
 THRESHOLD = 0.10
