@@ -3,8 +3,9 @@
 Every import counts, wherever it is written: at module level, inside a function, or under ``if TYPE_CHECKING:``
 (a type-only import is still a dependency of the code's meaning). ``from pkg import sub`` counts as an import of
 the submodule ``pkg.sub``. The stages, in the order the README's layout lists them, may each use those before it and
-never those after: the shared primitives, spec, assets, tools, backends, serving, rollout, engines, results, run,
-and the command line.
+never those after: the shared primitives, results, spec, assets, tools, backends, serving, rollout, engines, run,
+and the command line. ``results`` (the result tables, their statistics, comparison and reports) is a leaf: it uses
+only the shared primitives and itself, so every stage may record and read results.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def test_no_import_circles() -> None:
     assert not found, f"import circles: {detail}"
 
 
-STAGES = ["spec", "assets", "tools", "backends", "serving", "rollout", "engines", "results", "run"]
+STAGES = ["results", "spec", "assets", "tools", "backends", "serving", "rollout", "engines", "run"]
 PRIMITIVES = {"errors", "exits", "paths", "registry", "ui", "timing"}
 
 
@@ -112,6 +113,19 @@ def test_every_module_belongs_to_a_stage() -> None:
 def test_imports_point_up_the_stages() -> None:
     upward = [f"{a} -> {b}" for a, targets in import_graph().items() for b in targets if stage(b) > stage(a)]
     assert not upward, "imports of a later stage: " + "; ".join(sorted(upward))
+
+
+def test_results_uses_only_the_primitives_and_itself() -> None:
+    graph = import_graph()
+    results = [name for name in graph if name == "harness.results" or name.startswith("harness.results.")]
+    assert len(results) > 30  # the whole package was read
+    outside = [
+        f"{a} -> {b}"
+        for a in results
+        for b in graph[a]
+        if stage(b) != 0 and not (b == "harness.results" or b.startswith("harness.results."))
+    ]
+    assert not outside, "results imports outside the primitives and itself: " + "; ".join(sorted(outside))
 
 
 def test_type_checking_imports_count() -> None:

@@ -27,11 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from harness.results.store.schema import INFRA_ERROR_KINDS
 from harness.spec import BenchmarkSpec
 
 ErrorKind = Literal["", "infra", "timeout", "agent"]
-INFRA_ERROR_KINDS: frozenset[str] = frozenset({"infra", "timeout"})
-"""``error_kind`` values that are infrastructure failures, not the agent's: excluded from pass rates."""
 PASS_TOLERANCE = 1e-6
 
 

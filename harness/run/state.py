@@ -18,9 +18,8 @@ from harness.errors import HarnessError
 from harness.results.stats.aggregate import count_samples
 from harness.results.stats.summary import summarize_counts
 from harness.results.store.atomic import atomic_write
-from harness.results.store.manifest import PhaseSummary, PowerRecord
+from harness.results.store.manifest import PhaseSummary, PowerRecord, SimulatorRecord
 from harness.rollout.protocol import Episode
-from harness.serving.simulator import SimulatorRecord
 from harness.spec import BenchmarkSpec
 from harness.spec.options import RunOptions
 

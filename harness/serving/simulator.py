@@ -8,14 +8,13 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
 from harness.assets.models import checkpoint_hash, prepare_model
 from harness.backends import Backend
+from harness.results.store.manifest import SimulatorRecord
 from harness.serving.server import serve
 from harness.spec import BenchmarkSpec
 from harness.ui import progress
@@ -33,17 +32,6 @@ class SimulatorEndpoint:
     model: str
     api_key: str = field(default="EMPTY", repr=False)
     """Never written anywhere (not in the manifest, a log or a worker's job file)."""
-
-
-class SimulatorRecord(BaseModel):
-    """Who played the user, as the run's manifest records it: never a key."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    source: Literal["served", "endpoint"]
-    model: str
-    hash: str = Field("", description="The served checkpoint's content hash (source 'served').")
-    host: str = Field("", description="The external endpoint's host name (source 'endpoint').")
 
 
 def start_user_simulator(

@@ -32,7 +32,7 @@ from harness.engines.curves import StepCurves
 from harness.engines.shaping import Shaping, training_reward
 from harness.engines.signal import GroupSignal, group_signal
 from harness.errors import EngineError
-from harness.rollout.protocol import INFRA_ERROR_KINDS
+from harness.results.store.schema import INFRA_ERROR_KINDS
 from harness.rollout.tracing import TraceStore
 from harness.spec import BenchmarkSpec
 

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.errors import ResultsError
 from harness.results.store.schema import RunRow
 from harness.results.store.upgrade import upgrade_row
-from harness.serving.simulator import SimulatorRecord
 
 MANIFEST_VERSION = 3
 
@@ -110,8 +109,17 @@ class ReproductionRecord(_Record):
     package_drift: str = ""
 
 
+class SimulatorRecord(_Record):
+    """Who played the user, as the run's manifest records it: never a key."""
+
+    source: Literal["served", "endpoint"]
+    model: str
+    hash: str = Field("", description="The served checkpoint's content hash (source 'served').")
+    host: str = Field("", description="The external endpoint's host name (source 'endpoint').")
+
+
 class PowerRecord(_Record):
-    """What the run could detect, worked out before it ran (:mod:`harness.results.planning`)."""
+    """What the run could detect, worked out before it ran (:mod:`harness.run.planning`)."""
 
     detectable_gain: float | None = Field(
         description="The smallest mean before -> after gain the paired test over tasks detects with `power` at "

@@ -14,7 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.rollout.protocol import INFRA_ERROR_KINDS
+INFRA_ERROR_KINDS: frozenset[str] = frozenset({"infra", "timeout"})
+"""``error_kind`` values that are infrastructure failures, not the agent's: excluded from pass rates."""
 
 FORMAT_VERSION = 2
 """The table format this harness writes; it reads this version and, through upgrade steps, older ones."""
