@@ -1,4 +1,4 @@
-"""Stage 4, backends: where the run's processes (model servers, trainers, tool servers) run.
+"""Stage 5, backends: where the run's processes (model servers, trainers, tool servers) run.
 
 ``base`` (the Backend interface), ``local`` (subprocesses in the ``make env`` environments), ``docker`` (containers
 of the pinned images), ``images`` (which images a Docker run uses), ``tools`` (the run's tool servers started on

@@ -1,4 +1,4 @@
-"""Stage 7, engines: training behind one interface (:class:`~harness.engines.base.Engine`).
+"""Stage 8, engines: training behind one interface (:class:`~harness.engines.base.Engine`).
 
 ``base`` (the Engine base class with its optional capabilities, TrainRequest/TrainResult, the shared config keys),
 ``keys`` (an engine's config keys with types and defaults),

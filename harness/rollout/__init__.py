@@ -1,4 +1,4 @@
-"""Stage 6, rollout: the Benchmark protocol and the one scoring path that evaluation and training share.
+"""Stage 7, rollout: the Benchmark protocol and the one scoring path that evaluation and training share.
 
 ``protocol`` (Task, Episode, RolloutContext, the Benchmark base class and its optional hooks), ``single_turn``
 (SingleTurnBenchmark: a benchmark from ``prompt`` and ``score``), ``loading`` (finding and importing a benchmark

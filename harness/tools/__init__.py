@@ -1,4 +1,4 @@
-"""Stage 3, tools: what the benchmarks' agents call, declared here and started by a backend.
+"""Stage 4, tools: what the benchmarks' agents call, declared here and started by a backend.
 
 ``servers`` (a stdio tool server's declaration: environment, code, packages, limits; its local command),
 ``calculator`` (the MCP calculator and the agent's session with it), ``schema`` (MCP tool schemas as plain
