@@ -66,3 +66,11 @@ def test_every_package_says_what_its_files_do() -> None:
         for module in init.parent.glob("*.py"):
             if module.name != "__init__.py":
                 assert module.stem in text, f"{init.relative_to(REPO)} does not name {module.name}"
+
+
+def test_the_layout_heading_lists_the_stages_in_the_import_tests_order() -> None:
+    from test_import_graph import STAGES
+
+    heading = re.search(r"^## Layout: (.+)$", LAYOUT_DOC.read_text(), re.M)
+    assert heading, "docs/architecture.md has no layout heading"
+    assert [s.strip() for s in heading.group(1).split("→")] == STAGES
