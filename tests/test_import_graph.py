@@ -92,7 +92,7 @@ def test_no_import_circles() -> None:
 
 
 STAGES = ["results", "spec", "assets", "tools", "backends", "serving", "rollout", "engines", "run"]
-PRIMITIVES = {"errors", "exits", "paths", "registry", "ui", "timing"}
+PRIMITIVES = {"errors", "exits", "paths", "records", "registry", "ui", "timing"}
 
 
 def stage(module: str) -> int:

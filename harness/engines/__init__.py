@@ -19,10 +19,10 @@ from pydantic import ValidationError
 
 from harness.engines.base import ENGINES, Engine, TrainRequest, TrainResult, register_engine
 from harness.errors import SpecError
+from harness.records import first_error
 from harness.registry import did_you_mean
 from harness.rollout.protocol import Benchmark
 from harness.spec import BenchmarkSpec, load_spec
-from harness.spec.parse import format_validation_error
 
 
 def _load_builtin() -> None:
@@ -59,8 +59,7 @@ def validate_training(spec: BenchmarkSpec, path: Path) -> None:
     try:
         get_engine_class(spec.training.engine).config(spec)
     except ValidationError as err:
-        _, _, rest = format_validation_error(path, err).partition(": ")
-        raise SpecError(f"{path}: training.config.{rest}") from None
+        raise SpecError(f"{path}: training.config.{first_error(err)}") from None
 
 
 def load_checked_spec(path: Path, profile: str | None = None) -> BenchmarkSpec:

@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from harness.errors import HarnessError
+from harness.records import Versions
 from harness.results.stats.aggregate import count_samples
 from harness.results.stats.summary import summarize_counts
 from harness.results.store.atomic import atomic_write
@@ -73,27 +73,13 @@ def write_state(run_dir: Path, state: SavedState) -> None:
     atomic_write(state_path(run_dir), text.encode())
 
 
+VERSIONS = Versions("run state", STATE_VERSION, {1: _v1_to_v2}, key="version")
+"""The saved state's versions: ``run-state.json`` of version 1 is upgraded on read."""
+
+
 def read_state(run_dir: Path) -> SavedState:
     """The saved state of a run folder (an older version upgraded); every problem is a one-line error."""
-    path = state_path(run_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot read run state: {exc.strerror}") from None
-    except ValueError:
-        raise HarnessError(f"{path}: run state is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise HarnessError(f"{path}: run state must be a JSON object")
-    if data.get("version") == 1:
-        data = _v1_to_v2(data)
-    if data.get("version") != STATE_VERSION:
-        raise HarnessError(f"{path}: run state version {data.get('version')!r} is not {STATE_VERSION}")
-    try:
-        return SavedState.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise HarnessError(f"{path}: run state: {key}: {first['msg']}") from None
+    return VERSIONS.read(state_path(run_dir), SavedState)
 
 
 @dataclass

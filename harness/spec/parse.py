@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from harness.errors import SpecError
+from harness.records import first_error
 
 
 def _replaces(key: str, base: Any, value: Any) -> bool:
@@ -69,16 +70,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def format_validation_error(path: Path, err: ValidationError) -> str:
-    first = err.errors()[0]
-    parts = [str(p) for p in first["loc"] if not str(p).startswith("function-")]
-    loc = ".".join(p if p.isprintable() else repr(p) for p in parts)  # a key with a line break stays on one line
-    msg = first["msg"].replace("\n", "\\n")
-    if first["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif first["type"] == "missing":
-        msg = "missing required key"
-    extra = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"{path}: {loc or '<root>'}: {msg}{extra}"
+    """A spec's validation error as one line naming the file and the key (:func:`harness.records.first_error`)."""
+    return f"{path}: {first_error(err)}"
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import ResultsError
+from harness.records import first_error
 from harness.results.store.manifest import Manifest, parse_manifest
 from harness.results.store.schema import (
     FORMAT_VERSION,
@@ -122,14 +123,6 @@ def _rows(text: str, where: str) -> Iterable[tuple[int, list[str]]]:
         raise ResultsError(f"{where}:{start}: malformed CSV: {exc}") from None
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "row"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    value = f" (got {err['input']!r})" if err["type"] != "missing" and not isinstance(err["input"], dict) else ""
-    return f"{loc}: {err['msg']}{value}{more}"
-
-
 def _check_header(header: list[str], known: Iterable[str], where: str) -> None:
     allowed = set(known)
     seen: set[str] = set()
@@ -186,7 +179,7 @@ def _run_row(raw: dict[str, str], where: str) -> RunRow:
     try:
         return RunRow.model_validate(values)
     except ValidationError as exc:
-        raise ResultsError(f"{where}: {_first_error(exc)}") from None
+        raise ResultsError(f"{where}: {first_error(exc, root='row', show_input=True)}") from None
 
 
 def decode_runs(data: bytes, where: str, benchmark: str | None = None) -> list[RunRow]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.errors import ResultsError
+from harness.records import Versions
 from harness.results.store.schema import RunRow
 from harness.results.store.upgrade import upgrade_row
 
@@ -227,20 +228,10 @@ def _v2_to_v3(raw: dict[str, Any]) -> dict[str, Any]:
 STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
+VERSIONS = Versions("manifest", MANIFEST_VERSION, STEPS, key="format_version", error=ResultsError)
+"""The manifest's formats: ``STEPS[v]`` upgrades a format-``v`` manifest to ``v + 1``."""
+
+
 def parse_manifest(raw: dict[str, Any], where: str) -> Manifest:
     """A manifest read from JSON, upgraded to the current format; one line naming ``where`` when it is not one."""
-    version = raw.get("format_version")
-    if not isinstance(version, int) or version < 1:
-        raise ResultsError(f"{where}: manifest format_version: not a positive integer: {version!r}")
-    if version > MANIFEST_VERSION:
-        raise ResultsError(
-            f"{where}: manifest format {version} is newer than this harness reads ({MANIFEST_VERSION}): update it"
-        )
-    while version < MANIFEST_VERSION:
-        raw, version = STEPS[version](raw), version + 1
-    try:
-        return Manifest.model_validate(raw)
-    except ValidationError as err:
-        first = err.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise ResultsError(f"{where}: manifest {key}: {first['msg']}") from None
+    return VERSIONS.parse(raw, Manifest, where)

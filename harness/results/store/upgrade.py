@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from harness.errors import ResultsError
+from harness.records import Versions
 from harness.results.store.schema import FORMAT_VERSION
 
 RawRow = dict[str, str]
@@ -38,15 +39,6 @@ MIN_FORMAT_VERSION = 1
 """The oldest format any harness wrote."""
 
 
-def row_version(raw: Mapping[str, str], where: str) -> int:
-    """The ``format_version`` of a raw row; ``where`` (``file:line``) names the row in errors."""
-    text = raw.get("format_version", "")
-    try:
-        return int(text)
-    except ValueError:
-        raise ResultsError(f"{where}: format_version: not an integer: {text!r}") from None
-
-
 def upgrade_row(
     raw: RawRow,
     where: str,
@@ -55,27 +47,11 @@ def upgrade_row(
     current: int = FORMAT_VERSION,
     minimum: int = MIN_FORMAT_VERSION,
 ) -> RawRow:
-    """Bring a raw row to format ``current``; refuse newer or unknown versions with a one-line error.
+    """Bring a raw row to format ``current``; refuse newer or unknown versions with a one-line error
+    (:class:`harness.records.Versions`, as every versioned record is read).
 
     ``steps``, ``current`` and ``minimum`` default to this harness's; tests pass their own to exercise the chain.
     """
     chain = STEPS if steps is None else steps
-    version = row_version(raw, where)
-    if version > current:
-        raise ResultsError(
-            f"{where}: written by a newer harness (format_version {version}; this harness reads up to {current}); "
-            "update the harness"
-        )
-    if version < minimum:
-        raise ResultsError(f"{where}: unknown format_version {version} (the oldest format is {minimum})")
-    if version == current:
-        return raw
-    row = dict(raw)
-    while version < current:
-        step = chain.get(version)
-        if step is None:
-            raise ResultsError(f"{where}: no upgrade step from format_version {version} to {version + 1}")
-        row = step(row)
-        version += 1
-        row["format_version"] = str(version)
-    return row
+    versions = Versions("", current, chain, key="format_version", minimum=minimum, error=ResultsError)
+    return versions.upgrade(raw, where)
