@@ -71,9 +71,11 @@ class Versions:
 
     def version(self, raw: Mapping[str, Any], where: str) -> int:
         """The record's version; ``where`` names the record in errors."""
-        if self.key not in raw and self.unversioned is not None:
+        if self.key not in raw:
+            if self.unversioned is None:
+                raise self.error(f"{self._at(where)}{self.key}: missing required key")
             return self.unversioned
-        value = raw.get(self.key, "")
+        value = raw[self.key]
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, str):

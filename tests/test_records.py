@@ -51,6 +51,8 @@ def test_an_older_record_is_upgraded_and_a_newer_one_refused(tmp_path: Path) -> 
         VERSIONS.parse({"schema_version": 3}, Thing, "f")
     with pytest.raises(HarnessError, match=r"^f: thing: unknown schema_version 0"):
         VERSIONS.parse({"schema_version": 0}, Thing, "f")
+    with pytest.raises(HarnessError, match=r"^f: run state: version: missing required key"):
+        Versions("run state", 2, key="version").parse({}, Thing, "f")
     with pytest.raises(HarnessError, match=r"^f: thing: schema_version: not an integer: True"):
         VERSIONS.parse({"schema_version": True}, Thing, "f")
     with pytest.raises(HarnessError, match=r"^f: thing: size: Input should be a valid integer"):

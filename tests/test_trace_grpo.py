@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from harness.engines.base import TrainRequest
+from harness.engines.jobs import UpdateJob
 from harness.engines.trace.engine import TraceGrpoEngine, group_advantages, select_triplets
 from harness.rollout.protocol import Episode
 from harness.rollout.tracing import Call, TraceStore, TracingTransport, rollout_scope
@@ -144,19 +145,15 @@ def test_pg_worker_updates_the_real_model(smoke_model: Path, tmp_path: Path) -> 
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triplets))
     out = tmp_path / "out"
     job = tmp_path / "job.json"
-    job.write_text(
-        json.dumps(
-            {
-                "checkpoint": str(smoke_model),
-                "triplets": str(tmp_path / "t.jsonl"),
-                "output_dir": str(out),
-                "learning_rate": 1e-4,
-                "max_grad_norm": 1.0,
-                "seed": 0,
-                "torch_threads": 2,
-            }
-        )
-    )
+    UpdateJob(
+        checkpoint=smoke_model,
+        triplets=tmp_path / "t.jsonl",
+        output_dir=out,
+        learning_rate=1e-4,
+        max_grad_norm=1.0,
+        seed=0,
+        torch_threads=2,
+    ).write(job)
     proc = subprocess.run(
         [sys.executable, "-m", "harness.engines.trace.worker", str(job)],
         capture_output=True,

@@ -5,10 +5,11 @@
 ``shaping`` (the training reward: the rollout's task reward plus weighted shaping terms), ``signal`` (GRPO's signal
 per step: the groups whose rewards differ, mean absolute advantage; and the share to expect), ``curves`` (the
 harness's per-step scalars for TensorBoard), ``child`` (a trainer in a child process, its progress lines, its exit
-named), and one subpackage per engine: ``trl/`` (``trl-grpo``: TRL's
-GRPOTrainer, CPU, single-turn), ``trace/`` (``trace-grpo``: GRPO on the benchmark's own traced rollouts), ``verl/``
-(``verl``: VERL's GRPO with vLLM rollouts on GPUs). A new engine is a subpackage with a class registered by
-:func:`~harness.engines.base.register_engine`, imported in :func:`_load_builtin`.
+named), ``jobs`` (the versioned files an engine and its worker pass: job files, ``harness-train.json``), and one
+subpackage per engine: ``trl/`` (``trl-grpo``: TRL's GRPOTrainer, CPU, single-turn), ``trace/`` (``trace-grpo``:
+GRPO on the benchmark's own traced rollouts), ``verl/`` (``verl``: VERL's GRPO with vLLM rollouts on GPUs). A new
+engine is a subpackage with a class registered by :func:`~harness.engines.base.register_engine`, imported in
+:func:`_load_builtin`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""A trainer in a child process: its job file, its launch on the run's backend, its progress, how it ended.
+"""A trainer in a child process: its launch on the run's backend, its progress, how it ended.
 
 Every engine that trains outside the harness process (``trl-grpo``, ``verl``, and ``trace-grpo``'s per-step
-updates) goes through :func:`run_trainer`: the worker module is started as ``python -m <module> <job.json>`` in the
-``harness`` environment (a local process or a container), each line it prints with :data:`PROGRESS_PREFIX` is a JSON
-progress record handed to the engine as it arrives, and an exit other than 0 raises :class:`EngineError` naming
-the cause (:class:`harness.exits.ExitWatch`: a kernel out-of-memory kill is said so) and the log file.
+updates) goes through :func:`run_trainer`: the worker module is started as ``python -m <module> <job.json>`` (the
+job a model of :mod:`harness.engines.jobs`, written by the engine, read by the worker) in the ``harness``
+environment (a local process or a container), each line it prints with :data:`PROGRESS_PREFIX` is a JSON progress
+record handed to the engine as it arrives, and an exit other than 0 raises :class:`EngineError` naming the cause
+(:class:`harness.exits.ExitWatch`: a kernel out-of-memory kill is said so) and the log file.
 """
 
 from __future__ import annotations
@@ -30,26 +31,6 @@ WORKER_ENV = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HU
 def progress_line(record: Mapping[str, Any]) -> str:
     """The stdout line a worker prints for one progress record."""
     return PROGRESS_PREFIX + json.dumps(record)
-
-
-def request_job(request: TrainRequest, **extra: Any) -> dict[str, Any]:
-    """The job fields every worker reads (which benchmark, spec, model, output folder, seed), plus ``extra``."""
-    return {
-        "benchmark": request.spec.name,
-        "profile": request.spec.profile,
-        "spec_path": str(request.spec_path),
-        "base_model": str(request.base_model),
-        "output_dir": str(request.output_dir),
-        "seed": request.seed,
-        "data_mirror": os.environ.get("HARNESS_DATA_MIRROR", ""),
-        **extra,
-    }
-
-
-def write_job(path: Path, job: Mapping[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(job, indent=2))
-    return path
 
 
 def run_trainer(

@@ -14,7 +14,9 @@ from typing import Any
 from rich.console import Console
 
 from harness.assets.models import model_source
+from harness.engines.jobs import TrainInfo
 from harness.engines.signal import no_signal_line
+from harness.errors import EngineError
 from harness.results.store.manifest import (
     ArgsRecord,
     DatasetRecord,
@@ -184,7 +186,7 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
             steps=state.train_steps,
             resumed_from_step=state.train_resumed_step,
             tensorboard=_tensorboard_dir(state.run_dir),
-            precision=_train_info(state.run_dir).get("precision", ""),
+            precision=_train_precision(state.run_dir),
         ),
         backend=ctx.backend,
         user_simulator=state.simulator,
@@ -224,13 +226,13 @@ def _keep_earlier_manifest(path: Path, run_id: str) -> None:
         path.replace(path.with_name(f"manifest-{earlier}.json"))
 
 
-def _train_info(run_dir: Path) -> dict[str, Any]:
-    """What the engine wrote beside the trained checkpoint (``harness-train.json``: steps, seed, precision)."""
+def _train_precision(run_dir: Path) -> str:
+    """The training passes' arithmetic, as the engine wrote it beside the trained checkpoint
+    (:class:`harness.engines.jobs.TrainInfo`); empty when it wrote none."""
     try:
-        info = json.loads((run_dir / "train" / "checkpoint" / "harness-train.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return info if isinstance(info, dict) else {}
+        return TrainInfo.read(run_dir / "train" / "checkpoint").precision or ""
+    except EngineError:
+        return ""
 
 
 def _tensorboard_dir(run_dir: Path) -> str:

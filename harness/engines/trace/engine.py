@@ -27,8 +27,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
-from harness.engines.child import require_checkpoint, run_trainer, write_job
+from harness.engines.child import require_checkpoint, run_trainer
 from harness.engines.curves import StepCurves
+from harness.engines.jobs import UpdateJob
 from harness.engines.shaping import Shaping, training_reward
 from harness.engines.signal import GroupSignal, group_signal
 from harness.errors import EngineError
@@ -198,18 +199,15 @@ class TraceGrpoEngine(Engine):
         """One policy-gradient step in a child process: ``checkpoint`` + triplets -> ``out``."""
         data = request.output_dir / f"triplets-step{step}.jsonl"
         data.write_text("".join(json.dumps(t) + "\n" for t in triplets))
-        job = write_job(
-            request.output_dir / f"update-step{step}.json",
-            {
-                "checkpoint": str(checkpoint),
-                "triplets": str(data),
-                "output_dir": str(out),
-                "learning_rate": config.learning_rate,
-                "max_grad_norm": config.max_grad_norm,
-                "seed": request.seed + step,
-                "torch_threads": config.torch_threads,
-            },
-        )
+        job = UpdateJob(
+            checkpoint=checkpoint,
+            triplets=data,
+            output_dir=out,
+            learning_rate=config.learning_rate,
+            max_grad_norm=config.max_grad_norm,
+            seed=request.seed + step,
+            torch_threads=config.torch_threads,
+        ).write(request.output_dir / f"update-step{step}.json")
         what = f"trace-grpo update {step}"
         records = run_trainer(
             request, what=what, module="harness.engines.trace.worker", job=job, mounts=(request.output_dir, checkpoint)

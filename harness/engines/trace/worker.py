@@ -14,9 +14,9 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from harness.engines.child import progress_line
+from harness.engines.jobs import UpdateJob
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
@@ -29,21 +29,21 @@ def _copy_side_files(src: Path, dest: Path) -> None:
             shutil.copy2(f, dest / f.name)
 
 
-def step(job: dict[str, Any]) -> dict[str, float]:
+def step(job: UpdateJob) -> dict[str, float]:
     import torch
     from transformers import AutoModelForCausalLM
 
-    if job.get("torch_threads"):
-        torch.set_num_threads(int(job["torch_threads"]))
-    torch.manual_seed(int(job["seed"]))
-    src, out = Path(job["checkpoint"]), Path(job["output_dir"])
-    triplets = [json.loads(line) for line in Path(job["triplets"]).read_text().splitlines() if line.strip()]
+    if job.torch_threads:
+        torch.set_num_threads(job.torch_threads)
+    torch.manual_seed(job.seed)
+    src, out = job.checkpoint, job.output_dir
+    triplets = [json.loads(line) for line in job.triplets.read_text().splitlines() if line.strip()]
     if not triplets:
         raise SystemExit("no triplets")
     started = time.monotonic()
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=float(job["learning_rate"]), weight_decay=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=job.learning_rate, weight_decay=0.0)
     body, head = model.get_decoder(), model.get_output_embeddings()
     total_loss, tokens = 0.0, 0
     for t in triplets:
@@ -56,7 +56,7 @@ def step(job: dict[str, Any]) -> dict[str, float]:
         loss.backward()
         total_loss += float(loss)
         tokens += len(prompt) + len(completion)
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), float(job["max_grad_norm"])))
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), job.max_grad_norm))
     optimizer.step()
     _copy_side_files(src, out)
     model.save_pretrained(out, safe_serialization=True)
@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m harness.engines.trace.worker JOB.json", file=sys.stderr)
         return 2
-    result = step(json.loads(Path(argv[0]).read_text()))
+    result = step(UpdateJob.read(Path(argv[0])))
     print(progress_line(result), flush=True)
     return 0
 

@@ -19,8 +19,9 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
-from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
-from harness.errors import SpecError
+from harness.engines.child import require_checkpoint, run_trainer
+from harness.engines.jobs import TrainInfo, TrlJob
+from harness.errors import EngineError, SpecError
 from harness.rollout.protocol import Benchmark
 from harness.spec import BenchmarkSpec
 
@@ -97,9 +98,8 @@ class TrlGrpoEngine(Engine):
         config = TrlGrpoConfig.model_validate(request.spec.training.config)
         request.output_dir.mkdir(parents=True, exist_ok=True)
         resume = last_checkpoint(request.resume_from / "trainer") if request.resume_from else None
-        job = write_job(
-            request.output_dir / "train-request.json",
-            request_job(request, resume_from_checkpoint=str(resume) if resume else ""),
+        job = TrlJob.for_request(request, resume_from_checkpoint=resume).write(
+            request.output_dir / "train-request.json"
         )
         start = time.monotonic()
         metrics = run_trainer(
@@ -115,8 +115,8 @@ class TrlGrpoEngine(Engine):
         for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the
             shutil.rmtree(saved, ignore_errors=True)  # optimizer state is twice the model's size
         try:
-            steps = int(json.loads((checkpoint / "harness-train.json").read_text())["steps"])
-        except (OSError, ValueError, KeyError, TypeError):
+            steps = TrainInfo.read(checkpoint).steps
+        except EngineError:
             steps = len(metrics)
         return TrainResult(
             checkpoint=checkpoint,
@@ -152,8 +152,3 @@ def _readable(checkpoint: Path) -> bool:
         return isinstance(json.loads((checkpoint / "trainer_state.json").read_text()), dict)
     except (OSError, ValueError):
         return False
-
-
-def load_request(path: Path) -> dict[str, str]:
-    data: dict[str, str] = json.loads(path.read_text())
-    return data

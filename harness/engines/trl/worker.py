@@ -6,7 +6,6 @@ per optimizer step.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -15,9 +14,10 @@ from typing import Any
 
 from harness.engines.child import progress_line
 from harness.engines.curves import StepCurves
+from harness.engines.jobs import TrainInfo, TrlJob
 from harness.engines.shaping import Shaping
 from harness.engines.signal import GroupSignal, group_signal
-from harness.engines.trl.engine import TrlGrpoConfig, load_request
+from harness.engines.trl.engine import TrlGrpoConfig
 from harness.serving.hardware import cpu_dtype
 
 
@@ -81,18 +81,17 @@ def main(job_path: str) -> int:
     from harness.rollout.protocol import Episode, Task
     from harness.spec import load_spec
 
-    job = load_request(Path(job_path))
-    spec = load_spec(Path(job["spec_path"]), job["profile"])
-    bench = load_benchmark(spec, Path(job["spec_path"]).parent)
+    job = TrlJob.read(Path(job_path))
+    spec = load_spec(job.spec_path, job.profile)
+    bench = load_benchmark(spec, job.spec_path.parent)
     config = TrlGrpoConfig.model_validate(spec.training.config)
-    seed = int(job["seed"])
+    seed = job.seed
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     precision = cpu_dtype(config.precision)
     print(f"precision: {precision} (spec: {config.precision})", flush=True)
 
-    mirror = Path(job["data_mirror"]) if job.get("data_mirror") else None
-    rows, _ = load_split(spec.dataset, spec.training.split, mirror)
+    rows, _ = load_split(spec.dataset, spec.training.split, job.data_mirror)
     tasks = bench.tasks(rows)
     if config.train_limit:
         tasks = tasks[: config.train_limit]
@@ -132,7 +131,7 @@ def main(job_path: str) -> int:
         reward_funcs.append(overlong)
     meter = SignalMeter(config.num_generations, correctness.__name__)
     reward_funcs = [meter.metered(f) for f in reward_funcs]
-    out = Path(job["output_dir"])
+    out = job.output_dir
     batch = config.prompts_per_step * config.num_generations
     micro = config.micro_batch or batch
     if batch % micro:
@@ -165,7 +164,7 @@ def main(job_path: str) -> int:
         gradient_checkpointing=config.gradient_checkpointing,
         model_init_kwargs={"dtype": torch.float32},
     )
-    tokenizer = AutoTokenizer.from_pretrained(job["base_model"])
+    tokenizer = AutoTokenizer.from_pretrained(str(job.base_model))
     started = time.monotonic()
     # the groups' signal beside TRL's own curves (``harness/<metric>``: TRL logs a reward_std of its own)
     curves = StepCurves(out / "tensorboard", prefix="harness/") if StepCurves.available() else None
@@ -201,7 +200,7 @@ def main(job_path: str) -> int:
                 control.should_save = True
 
     trainer = GRPOTrainer(
-        model=job["base_model"],
+        model=str(job.base_model),
         reward_funcs=reward_funcs,
         args=args,
         train_dataset=dataset,
@@ -209,7 +208,7 @@ def main(job_path: str) -> int:
         tools=bench.training_tools() or None,
         callbacks=[Progress(), SaveForResume()],
     )
-    resume = job.get("resume_from_checkpoint") or None
+    resume = str(job.resume_from_checkpoint) if job.resume_from_checkpoint else None
     if resume:
         print(f"resuming from {resume}", flush=True)
     trainer.train(resume_from_checkpoint=resume)
@@ -218,10 +217,7 @@ def main(job_path: str) -> int:
     checkpoint = out / "checkpoint"
     trainer.save_model(str(checkpoint))
     tokenizer.save_pretrained(str(checkpoint))
-    (checkpoint / "harness-train.json").write_text(
-        json.dumps({"engine": "trl-grpo", "steps": trainer.state.global_step, "seed": seed, "precision": precision})
-        + "\n"
-    )
+    TrainInfo(engine="trl-grpo", steps=trainer.state.global_step, seed=seed, precision=precision).write(checkpoint)
     return 0
 
 

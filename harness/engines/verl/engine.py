@@ -21,7 +21,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
-from harness.engines.child import request_job, require_checkpoint, run_trainer, write_job
+from harness.engines.child import require_checkpoint, run_trainer
+from harness.engines.jobs import SimulatorRef, VerlJob
 from harness.errors import HarnessError
 from harness.spec import BenchmarkSpec
 
@@ -265,10 +266,9 @@ class VerlEngine(Engine):
                 )
         request.output_dir.mkdir(parents=True, exist_ok=True)
         sim = request.simulator
-        simulator = {"base_url": sim.base_url, "model": sim.model} if sim else None
-        job = write_job(
-            request.output_dir / "train-request.json",
-            request_job(request, ray_address=ray_address, simulator=simulator),
+        simulator = SimulatorRef(base_url=sim.base_url, model=sim.model) if sim else None
+        job = VerlJob.for_request(request, ray_address=ray_address, simulator=simulator).write(
+            request.output_dir / "train-request.json"
         )
         total = int(config.overrides.get("trainer.total_training_steps", 0) or 0)
         env = dict(MULTICAST_OFF)

@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.engines.child import progress_line
 from harness.engines.curves import StepCurves
+from harness.engines.jobs import TrainInfo, VerlJob
 from harness.engines.signal import GroupSignal, group_signal
 from harness.engines.verl.engine import (
     AGENT_LOOP_NAME,
@@ -146,7 +147,7 @@ class MetricsRelay(threading.Thread):
             time.sleep(1.0)
 
 
-def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path, Path | None, int]:
+def write_data(job: VerlJob, config: VerlConfig, out: Path) -> tuple[Path, Path | None, int]:
     """The training and validation tasks as VERL parquet files; each row carries its task for the agent loop."""
     import pandas as pd
 
@@ -154,15 +155,14 @@ def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path
     from harness.rollout.loading import load_benchmark
     from harness.spec import load_spec
 
-    spec_path = Path(job["spec_path"])
-    spec = load_spec(spec_path, job["profile"])
+    spec_path = job.spec_path
+    spec = load_spec(spec_path, job.profile)
     bench = load_benchmark(spec, spec_path.parent)
-    mirror = Path(job["data_mirror"]) if job.get("data_mirror") else None
     shaping = json.dumps(config.shaping)
-    simulator = job.get("simulator") or {}
+    simulator = job.simulator
 
     def rows(split: str, limit: int | None) -> list[dict[str, Any]]:
-        split_rows, _ = load_split(spec.dataset, split, mirror)
+        split_rows, _ = load_split(spec.dataset, split, job.data_mirror)
         tasks = bench.tasks(split_rows)[: limit or None]
         return [
             {
@@ -182,10 +182,10 @@ def write_data(job: dict[str, Any], config: VerlConfig, out: Path) -> tuple[Path
                     "profile": spec.profile,
                     "max_turns": spec.agent.max_turns,
                     "max_tokens": spec.evaluation.max_tokens,
-                    "seed": int(job["seed"]),
+                    "seed": job.seed,
                     "shaping": shaping,
-                    "simulator_url": str(simulator.get("base_url") or ""),
-                    "simulator_model": str(simulator.get("model") or ""),
+                    "simulator_url": simulator.base_url if simulator else "",
+                    "simulator_model": simulator.model if simulator else "",
                 },
             }
             for i, t in enumerate(tasks)
@@ -231,12 +231,12 @@ def main(job_path: str) -> int:
     import verl.trainer.main_ppo as main_ppo
     from omegaconf import OmegaConf
 
-    job = json.loads(Path(job_path).read_text())
+    job = VerlJob.read(Path(job_path))
     from harness.spec import load_spec
 
-    spec = load_spec(Path(job["spec_path"]), job["profile"])
+    spec = load_spec(job.spec_path, job.profile)
     config = VerlConfig.model_validate(spec.training.config)
-    out = Path(job["output_dir"])
+    out = job.output_dir
     out.mkdir(parents=True, exist_ok=True)
     train_file, val_file, n_train = write_data(job, config, out)
     agent_loops = out / "agent-loops.yaml"
@@ -268,13 +268,13 @@ def main(job_path: str) -> int:
         os.environ["TENSORBOARD_DIR"] = str(tensorboard_dir)
     run_config = verl_run_config(
         config,
-        model_path=job["base_model"],
+        model_path=str(job.base_model),
         train_file=str(train_file),
         val_file=str(val_file) if val_file else None,
         output_dir=out,
         agent_loop_config=str(agent_loops),
-        seed=int(job["seed"]),
-        ray_address=job.get("ray_address"),
+        seed=job.seed,
+        ray_address=job.ray_address,
         env_vars=env_vars,
         tensorboard_dir=tensorboard_dir,
     )
@@ -308,20 +308,15 @@ def main(job_path: str) -> int:
         raise SystemExit("the rollouts traced no LLM call of the agent: zero trainable triplets")
     checkpoint = out / "checkpoint"
     shutil.rmtree(checkpoint, ignore_errors=True)
-    last = merge_checkpoint(Path(run_config["trainer"]["default_local_dir"]), Path(job["base_model"]), checkpoint)
-    (checkpoint / "harness-train.json").write_text(
-        json.dumps(
-            {
-                "engine": "verl",
-                "steps": len(trained),
-                "seed": int(job["seed"]),
-                "verl_checkpoint": last.name,
-                "rollouts_traced": len(traced),
-                "llm_calls_traced": llm_calls,
-            }
-        )
-        + "\n"
-    )
+    last = merge_checkpoint(Path(run_config["trainer"]["default_local_dir"]), job.base_model, checkpoint)
+    TrainInfo(
+        engine="verl",
+        steps=len(trained),
+        seed=job.seed,
+        verl_checkpoint=last.name,
+        rollouts_traced=len(traced),
+        llm_calls_traced=llm_calls,
+    ).write(checkpoint)
     print(f"verl: {len(trained)} steps, {len(traced)} rollouts traced ({llm_calls} LLM calls)", flush=True)
     return 0
 
