@@ -105,13 +105,13 @@ def test_harness_run_math_smoke(smoke_model: Path, tmp_path: Path) -> None:
     assert (manifest.spec.version, manifest.spec.benchmark_folder_sha256) == (1, row["benchmark_sha256"])
     # the whole process tree's peak memory, and which phase and processes held it
     resources = manifest.resources
-    assert 200 * 2**20 < resources["peak_pss_bytes"] <= resources["peak_rss_bytes"] * 1.2
-    assert resources["peak_phase"] in ("setup", "baseline", "train", "eval") and resources["peak_top"]
+    assert resources is not None and 200 * 2**20 < resources.peak_pss_bytes <= resources.peak_rss_bytes * 1.2
+    assert resources.peak_phase in ("setup", "baseline", "train", "eval") and resources.peak_top
     # trl-grpo trains without the model server: it is stopped for training, another serves the trained model
-    assert manifest.serving["starts"] == 2 and manifest.serving["weight_loads"] == 0
+    assert manifest.serving is not None and (manifest.serving.starts, manifest.serving.weight_loads) == (2, 0)
     # the smoke profile serves in `native` precision (bfloat16 on a CPU that computes it, else float32), trains in
     # float32, and the manifest says which
-    assert (manifest.serving["dtype"], manifest.engine.precision) == (cpu_dtype("native"), "float32")
+    assert (manifest.serving.dtype, manifest.engine.precision) == (cpu_dtype("native"), "float32")
     run_dir = tmp_path / "artifacts" / "runs" / row["run_id"]
     for name in ("rollouts-before.jsonl", "rollouts-after.jsonl", "train.log", "server-before.log", "manifest.json"):
         assert (run_dir / name).exists(), name

@@ -9,7 +9,6 @@ must use it.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -115,7 +114,7 @@ def test_harness_run_picks_what_this_machine_has_and_uses_it(smoke_model: Path, 
     (row,) = ResultStore(tmp_path / "results").runs("arith")
     assert row.status == "complete" and row.backend == expected
     manifest = ResultStore(tmp_path / "results").manifest("arith", row.run_id)
-    assert manifest.backend["name"] == expected
+    assert manifest.backend is not None and manifest.backend.name == expected
     if has_docker:
         assert tags is not None
         # the images that ran are this checkout's, pinned by id
@@ -125,7 +124,7 @@ def test_harness_run_picks_what_this_machine_has_and_uses_it(smoke_model: Path, 
             ).stdout.strip()
             for ref in tags
         }
-        images = manifest.backend["images"]
-        assert {images["cpu"]["ref"]: images["cpu"]["id"], images["calculator"]["ref"]: images["calculator"]["id"]} == (
-            ids
-        ), json.dumps(images)[:2000]
+        images = manifest.backend.images
+        assert {images["cpu"].ref: images["cpu"].id, images["calculator"].ref: images["calculator"].id} == ids, (
+            manifest.backend.model_dump_json()[:2000]
+        )

@@ -218,10 +218,10 @@ def test_harness_run_math_smoke_in_docker(smoke_model: Path, tmp_path: Path) -> 
     from harness.results.store.store import ResultStore
 
     manifest = ResultStore(tmp_path / "results").manifest("math", row["run_id"])
-    images = manifest.backend["images"]
-    assert manifest.backend["name"] == "docker"
+    assert manifest.backend is not None and manifest.backend.name == "docker"
+    images = manifest.backend.images
     for role in ("cpu", "calculator"):
-        assert images[role]["id"].startswith("sha256:") and images[role]["digest"]
+        assert images[role].id.startswith("sha256:") and images[role].digest
     run_dir = tmp_path / "artifacts" / "runs" / row["run_id"]
     for name in ("server-before.log", "server-after.log", "train.log", "rollouts-after.jsonl"):
         assert (run_dir / name).exists(), name

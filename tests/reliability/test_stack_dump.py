@@ -57,4 +57,5 @@ def test_sigusr1_prints_every_threads_stack_and_the_run_goes_on(smoke_model: Pat
     (row,) = ResultStore(tmp_path / "results").runs("arith")
     assert row.run_id == run_id and row.status == "complete" and row.note == ""
     assert row.n_tasks == 2 and row.infra_errors_after == 0
-    assert ResultStore(tmp_path / "results").manifest("arith", run_id).serving["starts"] == 1  # never restarted
+    serving = ResultStore(tmp_path / "results").manifest("arith", run_id).serving
+    assert serving is not None and serving.starts == 1  # never restarted

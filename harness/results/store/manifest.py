@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from harness.errors import ResultsError
 from harness.records import Versions
@@ -91,6 +91,61 @@ class EngineRecord(_Record):
     precision: str = ""
 
 
+class DockerEngineRecord(_Record):
+    version: str = ""
+    api_version: str = ""
+
+
+class ImageRecord(_Record):
+    """A container image that ran, pinned by id."""
+
+    ref: str
+    id: str
+    digest: str = Field(description="The first repository digest, else the image id.")
+    repo_digests: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    content_hash: str = Field("", description="The image's io.harness.content-hash label.")
+
+
+class BackendRecord(_Record):
+    """Where the run's processes ran: the backend, and for containers the engine and the images by role."""
+
+    name: str
+    engine: DockerEngineRecord | None = None
+    images: dict[str, ImageRecord] = Field(default_factory=dict)
+
+
+class ServingRecord(_Record):
+    """The policy server's starts and weight loads."""
+
+    dtype: str = Field("", description="The dtype served (the spec's serving.dtype resolved on this machine).")
+    starts: int = 0
+    weight_loads: int = 0
+    weight_load_s: list[float] = Field(default_factory=list)
+    weight_load_failures: list[str] = Field(default_factory=list)
+    reload_weights: bool = False
+    keep_during_training: bool = False
+
+
+class ProcessMemory(_Record):
+    process: str
+    pss_bytes: int
+
+
+class ResourcesRecord(_Record):
+    """Peak memory of the run's process tree, the phase that was running then and its largest processes."""
+
+    peak_pss_bytes: int
+    peak_rss_bytes: int
+    peak_phase: str
+    peak_at_s: float
+    peak_processes: int
+    peak_top: list[ProcessMemory] = Field(default_factory=list)
+    interval_s: float
+    samples: int
+    scope: str
+
+
 class PhasesRecord(_Record):
     wall_s: dict[str, float] = Field(default_factory=dict)
     before: PhaseSummary | None = None
@@ -153,10 +208,10 @@ class Manifest(_Record):
     dataset: DatasetRecord
     model: ModelRecord
     engine: EngineRecord
-    backend: dict[str, Any] = Field(default_factory=dict, description="The backend's description (image digests).")
+    backend: BackendRecord | None = Field(None, description="The backend's description (image digests).")
     user_simulator: SimulatorRecord | None = None
-    serving: dict[str, Any] = Field(default_factory=dict, description="The policy server's starts and weight loads.")
-    resources: dict[str, Any] = Field(default_factory=dict, description="Peak memory of the run's process tree.")
+    serving: ServingRecord | None = Field(None, description="The policy server's starts and weight loads.")
+    resources: ResourcesRecord | None = Field(None, description="Peak memory of the run's process tree.")
     train_metrics: list[dict[str, float]] = Field(default_factory=list, description="One record per training step.")
     phases: PhasesRecord = PhasesRecord()
     packages: dict[str, str] = Field(default_factory=dict)
@@ -172,6 +227,17 @@ class Manifest(_Record):
     def _row_current(cls, value: Any) -> Any:
         """A row recorded in an older table format is upgraded as the table's rows are."""
         return upgrade_row(value, "manifest row") if isinstance(value, dict) else value
+
+    @field_validator("backend", "serving", "resources", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        """``{}`` is how a manifest says there was none (no server started, no memory sampled)."""
+        return None if value == {} else value
+
+    @field_serializer("backend", "serving", "resources")
+    def _as_recorded(self, value: _Record | None) -> dict[str, Any]:
+        """As recorded: the keys the writer gave (a local backend has no images), ``{}`` for none."""
+        return {} if value is None else value.model_dump(mode="json", exclude_unset=True)
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
