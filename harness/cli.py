@@ -11,10 +11,9 @@ import faulthandler
 import io
 import signal
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -167,7 +166,8 @@ def run(
     from harness import timing
 
     timing.mark("cli")
-    from harness.run.runner import Runner
+    from harness.run.reporter import ConsoleReporter
+    from harness.run.seeds import pooled_lines, run_seeds, seed_list
     from harness.spec.options import RunOptions
 
     if data_mirror is not None and not data_mirror.is_dir():
@@ -198,31 +198,22 @@ def run(
     if not eval_only and not spec.trains:
         console.print(f"{benchmark}/{spec.profile} has no training: evaluating only (as --eval-only)")
         eval_only = True
-    first = seed if seed is not None else spec.seeds[0]
-    seed_list = list(spec.seeds[:seeds]) if seed is None else []
-    while len(seed_list) < seeds:
-        seed_list.append(first + len(seed_list) if seed is not None else max(seed_list, default=-1) + 1)
-    group = f"{benchmark}-{uuid.uuid4().hex[:8]}" if seeds > 1 else None
-    chosen = _choose_backend(backend)
-    rows = []
-    for s in seed_list:
-        opts = RunOptions(
-            benchmark=benchmark,
-            profile=profile,
-            seed=s,
-            group_id=group,
-            data_mirror=data_mirror,
-            skip_baseline=skip_baseline,
-            backend=chosen,
-            ray_address=ray_address,
-            eval_only=eval_only,
-            checkpoint=checkpoint.resolve() if checkpoint else None,
-            limit=limit,
-            trials=trials,
-        )
-        rows.append(Runner(opts, console).run())
+    template = RunOptions(
+        benchmark=benchmark,
+        profile=profile,
+        data_mirror=data_mirror,
+        skip_baseline=skip_baseline,
+        backend=_choose_backend(backend),
+        ray_address=ray_address,
+        eval_only=eval_only,
+        checkpoint=checkpoint.resolve() if checkpoint else None,
+        limit=limit,
+        trials=trials,
+    )
+    rows = run_seeds(template, seed_list(spec.seeds, seed, seeds), ConsoleReporter(console))
     if len(rows) > 1:
-        _print_pooled(rows)
+        for line in pooled_lines(rows):
+            console.print(line, markup=False)
 
 
 def _resume(
@@ -234,6 +225,7 @@ def _resume(
     ray_address: str | None,
 ) -> None:
     """``harness run --resume RUN_ID``: the run's own benchmark, profile, seed, options and phases."""
+    from harness.run.reporter import ConsoleReporter
     from harness.run.resume import saved_options
     from harness.run.runner import Runner
 
@@ -244,7 +236,7 @@ def _resume(
         raise HarnessError(f"--resume {run_id}: the run is of benchmark {saved.benchmark!r}, not {benchmark!r}")
     where = {"data_mirror": data_mirror, "backend": _choose_backend(backend), "ray_address": ray_address}
     opts = saved.model_copy(update={**where, "resume": run_id})
-    Runner(opts, console).run()
+    Runner(opts, ConsoleReporter(console)).run()
 
 
 @app.command()
@@ -287,40 +279,6 @@ def _choose_backend(requested: str) -> str:
         return "local"
     console.print("backend: local")
     return "local"
-
-
-def _print_pooled(rows: list[Any]) -> None:
-    """Pool the seeds' outcomes by task: pass rate with an interval clustered by task (as `harness compare`), then
-    before against after with the seeds as the units (a t-test over each seed's gain)."""
-    from harness.results.compare.compare import compare
-    from harness.results.compare.render import ci, p_value, pp
-    from harness.results.stats.aggregate import pool
-    from harness.results.stats.summary import summarize_counts
-    from harness.results.store.sources import parse_source
-    from harness.results.store.store import ResultStore
-
-    store = ResultStore()
-    records = store.outcome_records(rows[0].benchmark, [row.run_id for row in rows])
-    for phase in ("before", "after"):
-        s = summarize_counts(pool(records, phase))
-        if s.pass_rate is not None and s.ci is not None:
-            console.print(
-                f"{len(rows)} seeds, {phase}: pooled pass@1 {s.pass_rate:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] "
-                f"over {s.n_tasks} tasks"
-            )
-    if len({row.seed for row in rows}) < 2 or not any(row.train_steps > 0 for row in rows):
-        return
-    ids = ",".join(row.run_id for row in rows)
-    result = compare(parse_source(f"run:{ids}@before"), parse_source(f"run:{ids}@after"))
-    for pair in result.pairs:
-        if pair.units != "seed pairs":
-            continue
-        gains = ", ".join(f"{100 * g:+.1f}" for g in pair.seed_gains)
-        line = f"{len(pair.seed_gains)} seeds, before -> after: {pair.mark} {pp(pair.diff)}"
-        line += f" {ci(pair.diff_ci_low, pair.diff_ci_high)} p {p_value(pair.p_value)}"
-        console.print(f"{line} ({pair.test}; gains {gains} pp)", markup=False)
-        if pair.detectable_note:
-            console.print(f"  {pair.detectable_note}", markup=False)
 
 
 def _register_commands() -> None:

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from harness.assets.models import model_source
 from harness.engines.jobs import TrainInfo
 from harness.engines.signal import no_signal_line
@@ -31,12 +29,12 @@ from harness.results.store.manifest import (
 )
 from harness.results.store.schema import RunRow, TaskOutcome
 from harness.results.store.store import ResultStore
+from harness.run.events import Emit, ManifestUnwritable, RowRecorded
 from harness.run.provenance import folder_hash, run_packages
 from harness.run.state import RunState
 from harness.serving.hardware import hardware
 from harness.spec import BenchmarkSpec, spec_hash
 from harness.spec.options import RunOptions
-from harness.ui import fmt
 
 SECRET_ENV_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 
@@ -69,9 +67,10 @@ def recorded_env() -> dict[str, str]:
 
 
 def record_run(
-    state: RunState, ctx: RecordContext, status: str, failed_phase: str, note: str, store: ResultStore, console: Console
+    state: RunState, ctx: RecordContext, status: str, failed_phase: str, note: str, store: ResultStore, emit: Emit
 ) -> RunRow:
-    """The run's row, per-task outcomes and manifest: into the run folder and the results store."""
+    """The run's row, per-task outcomes and manifest: into the run folder and the results store; returns the row
+    (and tells ``emit`` it was recorded)."""
     spec = ctx.spec
     commit, dirty = state.git
     packages = run_packages()
@@ -136,22 +135,21 @@ def record_run(
         _keep_earlier_manifest(state.run_dir / "manifest.json", state.run_id)
         (state.run_dir / "manifest.json").write_text(json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
     except OSError as exc:  # the results store below still records the run (and its manifest)
-        console.print(f"  warning: cannot write {state.run_dir / 'manifest.json'}: {exc.strerror}")
+        emit(ManifestUnwritable(state.run_dir / "manifest.json", exc.strerror or str(exc)))
     store.append_run(row, outcomes, manifest)
-    console.print(f"[bold]{status}[/] {state.run_id}: row appended to {store.root / spec.name / 'runs.csv'}")
-    if ctx.options.eval_only and state.summaries:
-        evaluated = row.model_hash_after or row.model_hash_before
-        console.print(f"[bold]pass@1[/] {fmt(after)}  (evaluation only; model {evaluated[:12]})")
-    elif state.summaries:
-        console.print(
-            f"[bold]pass@1[/] before {fmt(before)}  ->  after {fmt(after)}  "
-            f"(model {row.model_hash_before[:12]} -> {row.model_hash_after[:12] or 'not trained'})"
+    emit(
+        RowRecorded(
+            row=row,
+            results_file=store.root / spec.name / "runs.csv",
+            eval_only=ctx.options.eval_only,
+            evaluated=bool(state.summaries),
+            before=before,
+            after=after,
+            no_signal=no_signal_line(state.train_metrics),
+            profile=spec.profile,
+            shows=spec.shows or "",
         )
-    silent = no_signal_line(state.train_metrics)
-    if silent:  # a finding, not a failure: the row is recorded, and its note says it too
-        console.print(f"[bold yellow]{silent}[/]: every group's samples got the same reward, so GRPO updated nothing")
-    if spec.shows:
-        console.print(f"[dim]{spec.profile}:[/] {' '.join(spec.shows.split())}")
+    )
     return row
 
 

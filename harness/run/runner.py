@@ -17,8 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from harness import timing, ui
 from harness.assets.data import load_split, rows_sha256
 from harness.assets.models import checkpoint_hash, prepare_model
@@ -36,16 +34,18 @@ from harness.rollout.loading import open_benchmark
 from harness.rollout.protocol import Episode, Task
 from harness.rollout.records import phase_records
 from harness.rollout.tracing import TraceStore
+from harness.run import events
 from harness.run.memory import TreeSampler
 from harness.run.plan import RunPlan, plan_run
 from harness.run.planning import profile_power, recorded_rows
 from harness.run.provenance import git_state
 from harness.run.record import RecordContext, record_run
+from harness.run.reporter import ConsoleReporter, Reporter
 from harness.run.resume import check_same, restore
+from harness.run.settings import eval_settings
 from harness.run.signal_forecast import predict_signal
 from harness.run.state import EVALUATION_PHASE, PHASES, Evaluation, Phase, RunState, new_run_id, summarize, write_state
 from harness.serving.policy import PolicyServer
-from harness.serving.server import first_error
 from harness.serving.simulator import SimulatorEndpoint, start_user_simulator
 from harness.spec import spec_hash
 from harness.spec.options import RunOptions
@@ -56,9 +56,11 @@ __all__ = ["PHASES", "Runner"]
 class Runner:
     """Runs one seed of one benchmark profile end to end."""
 
-    def __init__(self, options: RunOptions, console: Console | None = None) -> None:
+    def __init__(self, options: RunOptions, reporter: Reporter | None = None) -> None:
         self.options = options
-        self.console = console or Console()
+        self.emit: Reporter = reporter or ConsoleReporter()
+        """Where the run's events go (what is said about it); the progress bars draw on its console."""
+        self.console = self.emit.console
         self.spec, self.bench, self.spec_path = open_benchmark(options.benchmark, options.profile)
         overrides = {k: v for k, v in (("limit", options.limit), ("samples_per_task", options.trials)) if v is not None}
         if overrides:  # command-line overrides change the resolved spec, so its hash records them
@@ -110,13 +112,19 @@ class Runner:
         status, failed_phase, note = "complete", "", f"resumed {state.resumed_from}" if state.resumed_from else ""
         try:  # from here on, an interrupt or error anywhere is recorded (as incomplete or failed, in "setup")
             engine = "none (eval only)" if self.options.eval_only else self.spec.training.engine
-            self.console.print(
-                f"[bold]run[/] {state.run_id}  benchmark={self.spec.name} profile={self.spec.profile} "
-                f"engine={engine} seed={self.seed} backend={self.options.backend}"
+            self.emit(
+                events.RunStarted(
+                    state.run_id,
+                    self.spec.name,
+                    self.spec.profile,
+                    engine,
+                    self.seed,
+                    self.options.backend,
+                    state.run_dir,
+                    state.resumed_from,
+                    tuple(state.done),
+                )
             )
-            self.console.print(f"  artifacts: {state.run_dir}")
-            if state.resumed_from:
-                self.console.print(f"  resuming {state.resumed_from}: finished phases {', '.join(state.done)}")
             self.backend = get_backend(self.options.backend, run_id=state.run_id, console=self.console)
             self.labels = {"harness.run_id": state.run_id, "harness.benchmark": self.spec.name}
             stack.enter_context(tool_commands(self.backend))
@@ -142,7 +150,7 @@ class Runner:
                 self._finished(state, "baseline")
             if plan.train == "reuse" and state.checkpoint is not None:
                 checkpoint = state.checkpoint
-                self.console.print(f"  training: reused (finished by an earlier attempt), checkpoint {checkpoint}")
+                self.emit(events.TrainingReused(checkpoint))
             elif plan.train == "run":
                 with self._phase(state, "train"):
                     checkpoint = self._train(state, base_model)
@@ -213,11 +221,18 @@ class Runner:
         tasks = self.bench.tasks(eval_rows)
         if spec.evaluation.limit:
             tasks = tasks[: spec.evaluation.limit]
-        self.console.print(
-            f"  data: {spec.dataset.name} {spec.evaluation.split}={len(tasks)} tasks "
-            f"(sha256 {eval_file.sha256[:12]}, from {eval_file.origin})"
+        self.emit(
+            events.DataReady(
+                spec.dataset.name,
+                spec.evaluation.split,
+                len(tasks),
+                eval_file.sha256,
+                eval_file.origin,
+                spec.model.name,
+                state.model_hash_before,
+                base_model,
+            )
         )
-        self.console.print(f"  model: {spec.model.name} {state.model_hash_before[:12]} at {base_model}")
         state.power = self._power(len(tasks))
         timing.mark("setup_done")
         return base_model, tasks
@@ -227,10 +242,10 @@ class Runner:
         rows, unread = recorded_rows(self.spec.name, self.options.results_root)
         found = profile_power(self.spec, tasks, rows, tasks_source=f"{self.spec.evaluation.split} split")
         what = "against another evaluation of these tasks" if self.options.eval_only else "before -> after"
-        self.console.print(f"  power: {found.line(what)}" + (f"; {unread}" if unread else ""), highlight=False)
+        self.emit(events.PowerStated(found.line(what), unread or ""))
         signal = None if self.options.eval_only else predict_signal(self.spec, rows, self.options.results_root)
         if signal is not None:
-            self.console.print(f"  training signal: {signal.line()}", highlight=False)
+            self.emit(events.SignalForecast(signal.line()))
         return found.record()
 
     def _label(self, phase: Evaluation) -> str:
@@ -273,27 +288,10 @@ class Runner:
         summary = summarize(episodes).model_copy(update={"wall_s": time.monotonic() - start})
         state.summaries[phase] = summary
         log = state.run_dir / f"server-{phase}.log"  # named, with its first error, when no rollout was scored
-        ui.print_summary(self.console, label, summary, server_log=log, cause_of=first_error)
+        self.emit(events.EvaluationDone(label, summary, server_log=log))
 
     def _settings(self, base_url: str, temperature: float, n: int, trace: TraceStore | None = None) -> EvalSettings:
-        ev, sim = self.spec.evaluation, self._simulator
-        return EvalSettings(
-            base_url=base_url,
-            model=self.spec.model.name,
-            temperature=temperature,
-            max_tokens=ev.max_tokens,
-            max_turns=self.spec.agent.max_turns,
-            concurrency=ev.concurrency,
-            samples_per_task=n,
-            request_timeout_s=ev.request_timeout_s,
-            retries=ev.retries,
-            seed=self.seed,
-            simulator_url=sim.base_url if sim else None,
-            simulator_model=sim.model if sim else "",
-            simulator_api_key=sim.api_key if sim else "EMPTY",
-            trace=trace,
-            json_tool_calls=self.spec.serving.json_tool_calls,
-        )
+        return eval_settings(self.spec, self.seed, self._simulator, base_url, temperature, n, trace)
 
     def _train_tasks(self) -> list[Task]:
         rows, _ = load_split(self.spec.dataset, self.spec.training.split, self.options.data_mirror)
@@ -356,9 +354,7 @@ class Runner:
         state.train_steps = result.steps
         state.train_metrics = result.metrics
         state.model_hash_after = checkpoint_hash(result.checkpoint)
-        self.console.print(
-            f"  trained {result.steps} steps in {result.wall_s:.0f} s; checkpoint {state.model_hash_after[:12]}"
-        )
+        self.emit(events.TrainingDone(result.steps, result.wall_s, state.model_hash_after))
         return result.checkpoint
 
     # -- resuming -------------------------------------------------------------------------------------------
@@ -369,7 +365,7 @@ class Runner:
         state.episodes[phase] = episodes = phase_records(path, tasks, self.spec.evaluation.samples_per_task)
         summary = summarize(episodes).model_copy(update={"wall_s": state.walls[EVALUATION_PHASE[phase]]})
         state.summaries[phase] = summary
-        ui.print_summary(self.console, f"{self._label(phase)} (reused, finished by an earlier attempt)", summary)
+        self.emit(events.EvaluationDone(self._label(phase), summary, reused=True))
 
     def _finished(self, state: RunState, phase: Phase) -> None:
         """Record in the run folder that ``phase`` is done, so a later ``--resume`` skips it."""
@@ -387,7 +383,7 @@ class Runner:
             serving=self.policy.describe() if self.policy is not None else {},
             resources=self.memory.record(),
         )
-        return record_run(state, ctx, status, failed_phase, note, self.store, self.console)
+        return record_run(state, ctx, status, failed_phase, note, self.store, self.emit)
 
 
 def _join(*parts: str) -> str:

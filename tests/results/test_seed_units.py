@@ -12,11 +12,9 @@ import numpy as np
 import pytest
 import typer
 from results_factories import EVAL_ONLY, make_row, outcomes_from, record
-from rich.console import Console
 from scipy import optimize, special, stats
 from typer.testing import CliRunner
 
-import harness.cli as harness_cli
 from harness.results.cli import register
 from harness.results.compare.compare import compare
 from harness.results.stats.estimators import paired_test
@@ -31,6 +29,7 @@ from harness.results.stats.seeds import (
 )
 from harness.results.store.sources import parse_source
 from harness.results.store.store import ResultStore
+from harness.run.seeds import pooled_lines
 
 REPS = 400
 
@@ -200,7 +199,7 @@ def test_a_not_significant_pair_over_tasks_says_what_it_could_have_told(tmp_path
 # ------------------------------------------------------------- one group of seeds, before against after training
 
 
-def test_seeds_before_and_after_are_paired_by_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_seeds_before_and_after_are_paired_by_run(tmp_path: Path) -> None:
     """`harness run --seeds 5`'s rows read @before against @after: each seed's gain is a unit (a t-test over the
     five gains), not the 100 tasks of the pooled models (which would count the seeds' shared luck as signal)."""
     store = ResultStore(tmp_path / "results")
@@ -229,11 +228,7 @@ def test_seeds_before_and_after_are_paired_by_run(tmp_path: Path, monkeypatch: p
     (one,) = compare(parse_source("run:s0@before", store.root), parse_source("run:s0@after", store.root)).pairs
     assert one.units == "tasks"
     # and `harness run --seeds 5` prints this test under its pooled lines
-    monkeypatch.setenv("HARNESS_RESULTS", str(store.root))
-    console = Console(record=True, width=200)
-    monkeypatch.setattr(harness_cli, "console", console)
-    harness_cli._print_pooled([store.run("arith", f"s{seed}") for seed in range(5)])
-    printed = console.export_text()
+    printed = "\n".join(pooled_lines([store.run("arith", f"s{seed}") for seed in range(5)], store.root))
     assert "5 seeds, after: pooled pass@1 36.2%" in printed
     assert "5 seeds, before -> after: + +21.2 pp" in printed and "paired t-test over seeds" in printed
 
