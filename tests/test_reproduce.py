@@ -3,6 +3,7 @@ slow test reproduces a real run whose recorded outcome was altered, and must say
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from harness.results.store.schema import packages_string
 from harness.results.store.store import ResultStore
 from harness.run.provenance import run_packages
 from harness.run.reproduce import ReproduceOptions, Reproduction, package_drift, run_arguments
+from harness.spec.options import RunOptions
 
 sys.path.insert(0, str(Path(__file__).parent / "results"))
 from results_factories import commit_all, init_repo, make_row, outcomes_from
@@ -288,3 +290,33 @@ def test_a_reproduction_that_disagrees_exits_1(smoke_model: Path, tmp_path: Path
     assert recorded.outcomes("arith", again.run_id) == real
     worktrees = subprocess.run(["git", "-C", str(checkout), "worktree", "list"], capture_output=True, text=True)
     assert worktrees.stdout.count("\n") == 1  # the reproduction's worktree is gone
+
+
+def test_the_command_is_rebuilt_from_the_recorded_options(tmp_path: Path) -> None:
+    """What a run was asked for, recorded by the runner (``resolved``), comes back as the same ``harness run``
+    arguments: the switches that were on, the overrides, the row's profile, seed and backend; never a path, a Ray
+    address or the group of the invocation."""
+    options = RunOptions(
+        benchmark="arith",
+        profile="learn-cpu",
+        seed=3,
+        group_id="arith-0123abcd",
+        data_mirror=tmp_path,
+        skip_baseline=True,
+        backend="docker",
+        ray_address="10.0.0.1:6379",
+        limit=20,
+        trials=2,
+    )
+    outcomes = outcomes_from([True, False])
+    row = make_row("r2", outcomes, benchmark="arith", profile="learn-cpu", seed=3, backend="docker")
+    args = ArgsRecord(as_passed=options.recorded(), resolved=options.recorded())
+    manifest = Manifest.for_row(row).model_copy(update={"args": args})
+    manifest = Manifest.model_validate_json(json.dumps(manifest.to_json()))  # as read back from the store
+    expected = ["arith", "--profile", "learn-cpu", "--seed", "3", "--backend", "docker", "--skip-baseline"]
+    assert run_arguments(row, manifest) == [*expected, "--limit", "20", "--trials", "2"]
+    rebuilt = RunOptions.from_recorded(dict(manifest.args.resolved))
+    assert rebuilt == options.model_copy(update={"data_mirror": None})  # paths are not recorded
+    evaluated = ArgsRecord(resolved=RunOptions(benchmark="arith", eval_only=True, checkpoint=tmp_path).recorded())
+    with pytest.raises(HarnessError, match="evaluated a checkpoint given by path"):
+        run_arguments(row, manifest.model_copy(update={"args": evaluated}))

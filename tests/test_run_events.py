@@ -66,7 +66,13 @@ def test_a_run_emits_its_phases_in_order_and_returns_its_row(smoke_model: Path, 
     assert isinstance(evaluated, events.EvaluationDone) and evaluated.label == "evaluation"
     assert evaluated.summary.pass_rate == row.pass_after
     assert isinstance(recorded, events.RowRecorded) and recorded.row == row
-    assert ResultStore().runs("arith") == [row]  # the row returned is the row recorded
+    store = ResultStore()
+    assert store.runs("arith") == [row]  # the row returned is the row recorded
+    # the options it used, resolved, are recorded: `harness reproduce` rebuilds the command from them
+    args = store.manifest("arith", row.run_id).args
+    passed = {"benchmark": "arith", "seed": 4, "skip_baseline": False, "backend": "local", "eval_only": True}
+    assert args.as_passed == {**passed, "limit": 2}
+    assert args.resolved == {**args.as_passed, "profile": row.profile}
 
     text = reporter.console.export_text()
     assert text.splitlines()[0].startswith(f"run {row.run_id}  benchmark=arith profile=")

@@ -46,13 +46,20 @@ class RecordContext:
     spec: BenchmarkSpec
     spec_path: Path
     options: RunOptions
-    seed: int
+    """The options as passed."""
+    resolved: RunOptions
+    """The options the run used: with the profile and seed it resolved (``resolved.seed`` is set)."""
     backend: dict[str, Any]
     """The backend's description (its images and their digests)."""
     serving: dict[str, Any]
     """The policy server's record (starts, weight loads)."""
     resources: dict[str, Any]
     """Peak memory of the run's process tree."""
+
+    @property
+    def seed(self) -> int:
+        assert self.resolved.seed is not None, "the runner resolves the seed before anything is recorded"
+        return self.resolved.seed
 
 
 def recorded_env() -> dict[str, str]:
@@ -166,7 +173,7 @@ def build_manifest(state: RunState, ctx: RecordContext, row: RunRow, packages: d
             version=ctx.spec.version,
             benchmark_folder_sha256=row.benchmark_sha256,
         ),
-        args=ArgsRecord(as_passed=ctx.options.recorded()),
+        args=ArgsRecord(as_passed=ctx.options.recorded(), resolved=ctx.resolved.recorded()),
         dataset=DatasetRecord(
             name=ctx.spec.dataset.name,
             source=ctx.spec.dataset.source,

@@ -33,6 +33,7 @@ from harness.results.store.sources import REPRODUCTION_NOTE
 from harness.results.store.store import ResultStore
 from harness.results.store.tree import FsTree
 from harness.run.provenance import run_packages
+from harness.spec.options import RunOptions
 from harness.tools.servers import tool_servers
 
 IGNORED_PACKAGE_PREFIXES = ("image:",)
@@ -80,19 +81,13 @@ def drift_text(drift: dict[str, tuple[str, str]]) -> str:
 
 
 def run_arguments(row: RunRow, manifest: Manifest) -> list[str]:
-    """``harness run`` arguments that repeat the run (benchmark, profile, seed and the options it was given)."""
-    passed = manifest.args.as_passed
+    """``harness run`` arguments that repeat the run: its recorded options rebuilt as :class:`RunOptions`, with the
+    row's benchmark, profile, seed and backend."""
+    passed = manifest.args.resolved or manifest.args.as_passed
     if passed.get("checkpoint"):
         raise HarnessError(f"reproduce: run {row.run_id} evaluated a checkpoint given by path; it cannot be redone")
-    args = [row.benchmark, "--profile", row.profile, "--seed", str(row.seed), "--backend", row.backend]
-    if passed.get("skip_baseline") is True:
-        args.append("--skip-baseline")
-    if passed.get("eval_only") is True:
-        args.append("--eval-only")
-    for name in ("limit", "trials"):
-        if isinstance(passed.get(name), int):
-            args += [f"--{name}", str(passed[name])]
-    return args
+    resolved = {"benchmark": row.benchmark, "profile": row.profile, "seed": row.seed, "backend": row.backend}
+    return RunOptions.from_recorded(dict(passed), **resolved).arguments()
 
 
 MODEL_CACHE_ENTRIES = ("models", "digests.json")

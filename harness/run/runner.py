@@ -378,7 +378,7 @@ class Runner:
             spec=self.spec,
             spec_path=self.spec_path,
             options=self.options,
-            seed=self.seed,
+            resolved=self.resolved,
             backend=self.backend.describe() if self.backend is not None else {"name": self.options.backend},
             serving=self.policy.describe() if self.policy is not None else {},
             resources=self.memory.record(),

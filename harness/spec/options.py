@@ -33,6 +33,36 @@ class RunOptions(BaseModel):
     resume: str | None = Field(None, description="The run id this attempt continues.")
 
     PATH_FIELDS: ClassVar[frozenset[str]] = frozenset({"data_mirror", "results_root", "checkpoint"})
+    REPEATED: ClassVar[dict[str, str]] = {
+        "profile": "--profile",
+        "seed": "--seed",
+        "backend": "--backend",
+        "skip_baseline": "--skip-baseline",
+        "eval_only": "--eval-only",
+        "limit": "--limit",
+        "trials": "--trials",
+    }
+    """The options that decide what a run computes, with their ``harness run`` flags. The others say where it runs
+    (paths, a Ray cluster), how it is grouped or which attempt it continues: a re-run sets its own."""
+
+    @classmethod
+    def from_recorded(cls, recorded: dict[str, object], **resolved: object) -> RunOptions:
+        """The options a manifest recorded (:meth:`recorded`), with ``resolved`` values (the row's profile, seed
+        and backend) in place of the recorded ones; paths stay unset (the manifest keeps none)."""
+        kept = {k: v for k, v in recorded.items() if k not in cls.PATH_FIELDS and k in cls.model_fields}
+        return cls.model_validate({**kept, **resolved})
+
+    def arguments(self) -> list[str]:
+        """``harness run`` arguments that ask for this run's computation again: the benchmark and each option of
+        :attr:`REPEATED` that is set (flags for the switches that are on)."""
+        out = [self.benchmark]
+        for name, flag in self.REPEATED.items():
+            value = getattr(self, name)
+            if value is True:
+                out.append(flag)
+            elif value is not None and value is not False:
+                out += [flag, str(value)]
+        return out
 
     def recorded(self) -> dict[str, object]:
         """The options a manifest records: typed values, paths reduced to ``"<path>"`` (a machine's paths are not

@@ -56,6 +56,11 @@ class ArgsRecord(_Record):
     as_passed: dict[str, str | int | bool] = Field(
         default_factory=dict, description="The run's options as typed values (paths as '<path>'), unset ones left out."
     )
+    resolved: dict[str, str | int | bool] = Field(
+        default_factory=dict,
+        description="The options the run used: as passed, with the profile and seed it resolved (what `harness "
+        "reproduce` rebuilds its command from); empty in manifests written before it was recorded.",
+    )
 
 
 class SplitRecord(_Record):
