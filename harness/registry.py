@@ -1,8 +1,9 @@
 """One registry pattern for everything the harness finds by name (benchmarks, engines, backends).
 
-A class registers itself with a decorator, under its ``name`` class attribute. Registering a different class under
-a name already taken is an error (the same class imported twice, or from a copy of its file, is not); looking up
-an unknown name is one line that lists the known ones and suggests the closest.
+A class registers itself with a decorator, under its ``name`` class attribute (or the key a registry derives from
+the class: a benchmark is found by the module of its entrypoint file, and named by its folder). Registering a
+different class under a key already taken is an error (the same class imported twice, or from a copy of its file,
+is not); looking up an unknown name is one line that lists the known ones and suggests the closest.
 """
 
 from __future__ import annotations
@@ -20,17 +21,29 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     return f"; did you mean {hint[0]!r}?" if hint else ""
 
 
+def _name_attribute(cls: Any) -> Any:
+    return getattr(cls, "name", None)
+
+
 class Registry(Generic[T]):
-    def __init__(self, kind: str, error: type[Exception], load: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        error: type[Exception],
+        load: Callable[[], None] | None = None,
+        key: Callable[[T], str] = _name_attribute,
+    ) -> None:
         self.kind = kind
         self.error = error
         self.load = load
         """Imports the built-in implementations (they register themselves); run before the first lookup."""
+        self.key = key
+        """A class's key (default: its ``name`` attribute)."""
         self._classes: dict[str, T] = {}
 
     def register(self, cls: T) -> T:
         """Class decorator."""
-        name = getattr(cls, "name", None)
+        name = self.key(cls)
         if not isinstance(name, str) or not name:
             raise self.error(f"{getattr(cls, '__name__', cls)}: a {self.kind} class needs a `name` string")
         known = self._classes.get(name)
@@ -44,6 +57,10 @@ class Registry(Generic[T]):
             load, self.load = self.load, None
             load()
         return self._classes
+
+    def find(self, name: str) -> T | None:
+        """The class registered under ``name``, or None."""
+        return self._loaded().get(name)
 
     def names(self) -> list[str]:
         return sorted(self._loaded())

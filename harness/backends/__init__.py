@@ -29,7 +29,7 @@ def backend_names() -> list[str]:
     return BACKENDS.names()
 
 
-def backend_class(name: str) -> type[Any]:
+def backend_class(name: str) -> type[Backend]:
     return BACKENDS.get(name)
 
 

@@ -61,6 +61,11 @@ class Handle(Protocol):
 class Backend(Protocol):
     name: ClassVar[str]
 
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether a run can use this backend on this machine, and why not (``--backend auto`` asks)."""
+        ...
+
     def launch(self, spec: LaunchSpec) -> Handle: ...
 
     def tool_command(self, server: type[ToolServer]) -> list[str]:
@@ -76,6 +81,6 @@ class Backend(Protocol):
         ...
 
 
-BACKENDS: Registry[type[Any]] = Registry("backend", HarnessError)
+BACKENDS: Registry[type[Backend]] = Registry("backend", HarnessError)
 """Backends by name; the package (:mod:`harness.backends`) loads the built-in ones on the first lookup."""
 register_backend = BACKENDS.register

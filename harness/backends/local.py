@@ -120,6 +120,11 @@ class LocalBackend:
     def __init__(self, **_: Any) -> None:
         self._handles: list[LocalHandle] = []
 
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Always: its processes run in the ``make env`` environments, which each launch checks for."""
+        return True, ""
+
     def launch(self, spec: LaunchSpec) -> LocalHandle:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = spec.log_path.open("a", encoding="utf-8")
