@@ -75,7 +75,7 @@ def _spec_with(precision: str, tmp: Path) -> Path:
     """A copy of the math benchmark whose smoke profile trains in ``precision``."""
     import yaml
 
-    folder = tmp / f"math-{precision}"
+    folder = tmp / f"math-{precision}" / "math"  # the folder names the benchmark
     shutil.copytree(REPO / "benchmarks" / "math", folder)
     path = folder / "spec.yaml"
     data = yaml.safe_load(path.read_text())

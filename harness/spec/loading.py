@@ -3,7 +3,8 @@
 A spec has a base section and, optionally, named ``profiles`` whose contents are deep-merged over the base before
 validation, so a profile is a small diff (math's ``smoke`` swaps the model and shrinks the run). Mappings merge key by
 key, except ``model`` (always replaced whole) and ``training`` when the profile names another engine. A spec without
-``profiles`` has one, ``default``: its base. Every error is one line naming the file and the dotted key.
+``profiles`` has one, ``default``: its base. Every error is one line naming the file and the dotted key. A
+benchmark's name is its folder's: the spec may leave ``name`` (and a dataset named alike) out.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSp
     clash = shape_clash(base, override)
     if clash:
         raise SpecError(f"{path}: {clash}: must be a mapping (profile {chosen!r} merges one over it)")
-    merged = deep_merge(base, override)
+    merged = named(deep_merge(base, override), path)
     merged["profile"] = chosen
     try:
         spec = BenchmarkSpec.model_validate(merged)
@@ -81,6 +82,15 @@ def resolve(raw: dict[str, Any], profile: str | None, path: Path) -> BenchmarkSp
     except RecursionError:
         raise SpecError(f"{path}: spec nested too deeply") from None
     return spec
+
+
+def named(spec: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The benchmark's name where the spec leaves it out: its folder's (``benchmarks/<name>/spec.yaml``); the
+    dataset's name, left out, is the benchmark's. A spec that says them resolves the same, so its hash is the same."""
+    out = {"name": path.parent.name, **spec}
+    if isinstance(out.get("dataset"), dict):
+        out["dataset"] = {"name": out["name"], **out["dataset"]}
+    return out
 
 
 def profile_names(path: Path) -> list[str]:
