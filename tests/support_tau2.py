@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from harness.rollout.protocol import Task
+from harness.benchmark.protocol import Task
 
 STOP = "###STOP###"
 OPENING = re.compile(r"^Task (\S+): ")

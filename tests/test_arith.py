@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.assets.data import load_split
-from harness.rollout import Episode, Task, load_module
+from harness.benchmark import Episode, Task, TrainsSingleTurn, load_module
 from harness.rollout.loading import open_benchmark
 from harness.spec import load_spec
 from support import REPO
@@ -49,7 +49,7 @@ def test_reward_format_and_partial_credit(cache: Path) -> None:
     assert bench.score("5 + 3 = 8.", task) == 1.0
     assert bench.score("5 + 3 = 9", task) == 0.0
     assert bench.score("The answer is 8", task) == 0.0
-    assert bench.trains_single_turn()
+    assert isinstance(bench, TrainsSingleTurn)
 
     def terms(text: str) -> dict[str, float]:
         return bench.shaping(Episode("t", 0, messages=[{"role": "assistant", "text": text}]), task)

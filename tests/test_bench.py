@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness.rollout.loading import load_module
+from harness.benchmark import load_module
 from support import REPO
 
 eval_throughput = load_module(REPO / "bench" / "eval_throughput.py", "bench_eval_throughput")

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from harness.assets.data import load_split
+from harness.benchmark import Episode, RolloutContext, Task
 from harness.paths import env_python
-from harness.rollout import Episode, RolloutContext, Task
 from harness.rollout.loading import open_benchmark
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.benchmark import AgentFailure
+from harness.benchmark.protocol import Task
 from harness.engines.verl.rollout import BudgetExhausted, Trajectory, traced_rollout
 from harness.errors import RunFailure, SpecError
-from harness.rollout.blame import AgentFailure, BenchmarkCodeError, blame, raise_site
+from harness.rollout.blame import BenchmarkCodeError, blame, raise_site
 from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import load_benchmark
-from harness.rollout.protocol import Task
 from harness.spec import load_spec
 from support import MATH_SPEC
 
@@ -30,10 +31,7 @@ import json
 
 from fakeagentlib import run_agent
 
-from harness.rollout.protocol import Benchmark, Episode
-from harness.rollout.loading import register_benchmark
-from harness.rollout.blame import AgentFailure
-from harness.errors import SpecError
+from harness.benchmark import AgentFailure, Benchmark, Episode, SpecError, register_benchmark
 
 EVENTS = []  # what the resources and the slow rollouts saw, in order
 

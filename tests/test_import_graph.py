@@ -3,9 +3,10 @@
 Every import counts, wherever it is written: at module level, inside a function, or under ``if TYPE_CHECKING:``
 (a type-only import is still a dependency of the code's meaning). ``from pkg import sub`` counts as an import of
 the submodule ``pkg.sub``. The stages, in the order the README's layout lists them, may each use those before it and
-never those after: the shared primitives, results, spec, assets, tools, backends, serving, rollout, engines, run,
-and the command line. ``results`` (the result tables, their statistics, comparison and reports) is a leaf: it uses
-only the shared primitives and itself, so every stage may record and read results.
+never those after: the shared primitives, results, spec, assets, tools, backends, serving, benchmark, rollout,
+engines, run, and the command line. ``results`` (the result tables, their statistics, comparison and reports) is a
+leaf: it uses only the shared primitives and itself, so every stage may record and read results. A benchmark's code
+(``benchmarks/``) imports from the harness only its public package, ``harness.benchmark``.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def test_no_import_circles() -> None:
     assert not found, f"import circles: {detail}"
 
 
-STAGES = ["results", "spec", "assets", "tools", "backends", "serving", "rollout", "engines", "run"]
+STAGES = ["results", "spec", "assets", "tools", "backends", "serving", "benchmark", "rollout", "engines", "run"]
 PRIMITIVES = {"errors", "exits", "paths", "records", "registry", "ui", "timing"}
 
 
@@ -131,3 +132,23 @@ def test_results_uses_only_the_primitives_and_itself() -> None:
 def test_type_checking_imports_count() -> None:
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.run import runner\n")
     assert "harness.run.runner" in set(imports(tree, modules()))
+
+
+def test_benchmarks_import_only_the_public_package() -> None:
+    known = modules()
+    files = sorted((REPO / "benchmarks").rglob("*.py"))
+    assert len(files) > 10  # every benchmark was read
+    outside = [
+        f"{path.relative_to(REPO)} -> {name}"
+        for path in files
+        for name in imports(ast.parse(path.read_text()), known)
+        if (name == "harness" or name.startswith("harness.")) and name != "harness.benchmark"
+    ]
+    assert not outside, "benchmark code importing harness modules other than harness.benchmark: " + "; ".join(outside)
+
+
+def test_the_checker_sees_a_benchmark_import_past_the_public_package() -> None:
+    tree = ast.parse(
+        "from harness.benchmark import Task\nfrom harness.benchmark import protocol\nimport harness.paths\n"
+    )
+    assert list(imports(tree, modules())) == ["harness.benchmark", "harness.benchmark.protocol", "harness.paths"]

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from harness.assets.data import load_split
+from harness.benchmark.protocol import Episode, Task
 from harness.errors import DataError
 from harness.results.stats.estimators import pass_hat_k
 from harness.rollout.loading import open_benchmark
-from harness.rollout.protocol import Episode, Task
 from harness.run.state import summarize
 
 TAU2_SPEC_SHA = "40d692b3fca780f46b56d48b447fd8db79a653f216667b8ed7c1a88380544532"
@@ -204,7 +204,7 @@ def test_tiktoken_o200k_without_network(tau2: Any, monkeypatch: pytest.MonkeyPat
     enc = tiktoken.get_encoding("o200k_base")  # tiktoken itself checks the pinned sha256 of the file
     assert enc.decode(enc.encode("Hello, τ² airline!")) == "Hello, τ² airline!"
     assert enc.n_vocab == 200019
-    from harness.rollout.loading import load_module
+    from harness.benchmark import load_module
 
     compat = load_module(Path("benchmarks/tau2/compat.py").resolve(), "harness_benchmark_tau2_compat")
     with pytest.raises(compat.DownloadRefused):
@@ -299,7 +299,7 @@ def test_domain_shim_still_needed_and_working() -> None:
     from tau2.data_model.simulation import TerminationReason
     from tau2.data_model.tasks import Task as Tau2Task
 
-    from harness.rollout.loading import load_module
+    from harness.benchmark import load_module
 
     compat = load_module(Path("benchmarks/tau2/compat.py").resolve(), "harness_benchmark_tau2_compat")
     assert 'domain="airline"' in inspect.getsource(lab_runner.TaskRunner.evaluate)

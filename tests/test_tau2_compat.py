@@ -43,7 +43,7 @@ PROBE = textwrap.dedent(
 
     sys.addaudithook(refuse_network)
     if sys.argv[1] == "shimmed":
-        from harness.rollout.loading import load_module
+        from harness.benchmark import load_module
 
         load_module(Path(sys.argv[2]), "harness_benchmark_tau2_compat").apply(Path(sys.argv[3]))
 

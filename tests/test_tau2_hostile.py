@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from harness.assets.data import load_split
+from harness.benchmark.protocol import Benchmark, Episode, Task
 from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import open_benchmark
-from harness.rollout.protocol import Benchmark, Episode, Task
 from harness.rollout.records import finished
 from support_tau2 import (
     Reply,

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from harness.assets.data import load_split
-from harness.rollout.loading import load_module, open_benchmark
+from harness.benchmark import load_module
+from harness.rollout.loading import open_benchmark
 from support import REPO
 from support_tau2 import ScriptedEndpoint, oracle_reply, tau2_task, user_reply
 
@@ -229,8 +230,8 @@ def test_the_conversation_records_the_users_calls_as_the_users(telecom: Any) -> 
     from agent_framework import InMemoryHistoryProvider
     from agent_framework.openai import OpenAIChatCompletionClient
 
-    from harness.rollout import message_record
-    from harness.rollout.protocol import RolloutContext
+    from harness.benchmark import message_record
+    from harness.benchmark.protocol import RolloutContext
 
     bench, tasks = telecom
     wanted = {("assistant", "enable_roaming"), ("user", "reboot_device")}

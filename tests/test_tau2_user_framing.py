@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.rollout import load_module
+from harness.benchmark import load_module
 from harness.rollout.loading import open_benchmark
 
 FRAMING_PY = Path(__file__).parents[1] / "benchmarks" / "tau2" / "user_framing.py"

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.benchmark.protocol import Episode
 from harness.engines.base import TrainRequest
 from harness.engines.jobs import UpdateJob
 from harness.engines.trace.engine import TraceGrpoEngine, group_advantages, select_triplets
-from harness.rollout.protocol import Episode
 from harness.rollout.tracing import Call, TraceStore, TracingTransport, rollout_scope
 from harness.run.record import _tensorboard_dir
 from support import REPO

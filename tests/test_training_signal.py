@@ -134,7 +134,7 @@ def test_the_no_signal_line() -> None:
 
 NEVER = '''"""Every answer scores 0: a benchmark without a training signal."""
 
-from harness.rollout import SingleTurnBenchmark, Task, register_benchmark
+from harness.benchmark import SingleTurnBenchmark, Task, register_benchmark
 
 
 @register_benchmark

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from harness.benchmark.protocol import Task
 from harness.engines.verl.engine import VerlConfig, VerlEngine, resolve_ray_address, to_verl_dict, verl_run_config
 from harness.engines.verl.rollout import NoTrainableTokens, Trajectory, traced_rollout
 from harness.engines.verl.worker import step_record
 from harness.errors import HarnessError
 from harness.rollout.loading import open_benchmark
-from harness.rollout.protocol import Task
 from harness.rollout.toolcalls import parse_hermes
 from harness.spec import load_spec
 from support import MATH_SPEC

@@ -5,7 +5,7 @@ Small enough that SmolLM2-135M solves some tasks untrained, so a few minutes of 
 
 import re
 
-from harness.rollout import Episode, SingleTurnBenchmark, Task, register_benchmark
+from harness.benchmark import Episode, SingleTurnBenchmark, Task, register_benchmark
 
 EQUATION = re.compile(r"=[ \t]*([+-]?\d{1,12})(?![\d.]*\d)")
 
@@ -19,7 +19,6 @@ def answer_of(text: str) -> int | None:
 
 @register_benchmark
 class Arith(SingleTurnBenchmark):
-    name = "arith"
     prompt_field, answer_field = "question", "result"
     shaping_terms = ("format_reward", "partial_credit")
 

@@ -23,10 +23,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.assets.data import fetch_file, read_jsonl
-from harness.errors import SpecError
-from harness.rollout import Episode, RolloutContext, SingleTurnBenchmark, Task, load_module, register_benchmark
-from harness.spec.schema import DatasetFile
+from harness.benchmark import (
+    DatasetFile,
+    Episode,
+    RolloutContext,
+    SingleTurnBenchmark,
+    SpecError,
+    Task,
+    fetch_file,
+    load_module,
+    read_jsonl,
+    register_benchmark,
+)
 
 _literal = load_module(Path(__file__).with_name("literal.py"), "harness_benchmark_bfcl_literal")
 _checker = load_module(Path(__file__).with_name("checker.py"), "harness_benchmark_bfcl_checker")
@@ -55,7 +63,6 @@ def category_of(task_id: str) -> str:
 
 @register_benchmark
 class Bfcl(SingleTurnBenchmark):
-    name = "bfcl"
     shaping_terms = ("names_function", "call_syntax", "decodes")
 
     def __init__(self, spec: Any, folder: Path) -> None:

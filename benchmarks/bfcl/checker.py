@@ -28,9 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.paths import env_python
-from harness.tools.servers import no_network_prefix, server_env
+from harness.benchmark import HarnessError, env_python, no_network_prefix, server_env
 
 CHILD = Path(__file__).with_name("child.py")
 MEMORY_BYTES = 4 << 30

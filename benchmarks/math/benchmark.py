@@ -10,17 +10,26 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.rollout import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
-from harness.tools.calculator import calculate, open_calculator
-from harness.tools.schema import readable_functions
+from harness.benchmark import (
+    Benchmark,
+    Episode,
+    RolloutContext,
+    Task,
+    TrainsSingleTurn,
+    calculate,
+    load_module,
+    message_record,
+    open_calculator,
+    readable_functions,
+    register_benchmark,
+)
 
 _reward = load_module(Path(__file__).with_name("reward.py"), "harness_benchmark_math_reward")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?")
 
 
 @register_benchmark
-class MathBenchmark(Benchmark):
-    name: ClassVar[str] = "math"
+class MathBenchmark(Benchmark, TrainsSingleTurn):
     shaping_terms: ClassVar[tuple[str, ...]] = ("format_reward", "partial_credit")
 
     prompt_field, answer_field = "question", "result"

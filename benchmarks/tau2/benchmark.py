@@ -20,10 +20,19 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.errors import SpecError
-from harness.paths import cache_dir
-from harness.rollout import Benchmark, Episode, RolloutContext, Task, load_module, message_record, register_benchmark
-from harness.spec import BenchmarkSpec
+from harness.benchmark import (
+    Benchmark,
+    BenchmarkSpec,
+    Episode,
+    RolloutContext,
+    SpecError,
+    Task,
+    WritesNativeResults,
+    cache_dir,
+    load_module,
+    message_record,
+    register_benchmark,
+)
 
 _compat = load_module(Path(__file__).with_name("compat.py"), "harness_benchmark_tau2_compat")
 _framing = load_module(Path(__file__).with_name("user_framing.py"), "harness_benchmark_tau2_user_framing")
@@ -60,8 +69,7 @@ class Tau2Options(BaseModel):
 
 
 @register_benchmark
-class Tau2Benchmark(Benchmark):
-    name: ClassVar[str] = "tau2"
+class Tau2Benchmark(Benchmark, WritesNativeResults):
     shaping_terms: ClassVar[tuple[str, ...]] = ("tool_call_bonus", "action_credit")
 
     def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:

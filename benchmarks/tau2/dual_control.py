@@ -30,7 +30,7 @@ from agent_framework_lab_tau2 import USER_SIMULATOR_ID, TaskRunner
 from agent_framework_lab_tau2 import runner as lab_runner
 from agent_framework_lab_tau2._sliding_window import SlidingWindowHistoryProvider
 
-from harness.rollout import load_module
+from harness.benchmark import load_module
 
 _compat = load_module(Path(__file__).with_name("compat.py"), "harness_benchmark_tau2_compat")
 

@@ -1,9 +1,13 @@
 """The Benchmark protocol: what a benchmark gives the harness, and the records that cross the boundary.
 
 A benchmark is a folder ``benchmarks/<name>/`` with ``spec.yaml`` and an entrypoint (``benchmark.py``) defining one
-class registered with :func:`harness.rollout.loading.register_benchmark`. Its rollout is the one scoring path:
-evaluation runs it, and every training engine runs it too (or, for ``trl-grpo``, its single-turn hooks, derived
-from the same :meth:`Benchmark.score`).
+class registered with :func:`harness.benchmark.register_benchmark`; the folder's name is the benchmark's name. Its
+rollout is the one scoring path: evaluation runs it, and every training engine runs it too (or, for ``trl-grpo``,
+its single-turn hooks, derived from the same ``score``).
+
+What a benchmark can do beyond its rollout it declares by also subclassing a small capability protocol:
+:class:`TrainsSingleTurn` (``training_prompt`` and ``score``: ``trl-grpo`` trains it single-turn) and
+:class:`WritesNativeResults` (its own results format beside the harness's).
 
 Who fills what (so a benchmark writes only its own part):
 
@@ -25,13 +29,17 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from harness.results.store.schema import INFRA_ERROR_KINDS
 from harness.spec import BenchmarkSpec
 
 ErrorKind = Literal["", "infra", "timeout", "agent"]
 PASS_TOLERANCE = 1e-6
+
+
+class AgentFailure(Exception):
+    """Raised by benchmark code when the agent failed (an answer it cannot score): a failed sample, reward 0."""
 
 
 @dataclass(frozen=True)
@@ -115,20 +123,21 @@ class Episode:
 class Benchmark(ABC):
     """What a benchmark provides: its tasks and a rollout that returns a scored :class:`Episode`.
 
-    Required: :meth:`rollout` (:class:`~harness.rollout.single_turn.SingleTurnBenchmark` derives it from
+    Required: :meth:`rollout` (:class:`~harness.benchmark.single_turn.SingleTurnBenchmark` derives it from
     ``prompt`` and ``score``). Optional hooks, each with a default:
 
     - :meth:`tasks`: dataset rows to tasks (default: ``id``, :attr:`prompt_field`, :attr:`answer_field`);
     - :meth:`passed`: whether a reward passes (default: reward 1);
     - :meth:`resources`: long-lived resources shared by a batch of rollouts (a tool server session); none;
     - :attr:`shaping_terms` and :meth:`shaping`: named dense signals in [0, 1] that a training profile may weight
-      into the training reward (``training.config.shaping: {term: weight}``); pass rates never use them;
-    - :meth:`score`: the task reward of a final reply's text, where one exists; with :meth:`training_prompt` (and
-      :meth:`training_tools`) it lets ``trl-grpo`` train the benchmark single-turn;
-    - :meth:`write_native_results`: the benchmark's own results format beside the harness's (τ²'s JSON).
+      into the training reward (``training.config.shaping: {term: weight}``); pass rates never use them.
+
+    Capabilities, declared by also subclassing them: :class:`TrainsSingleTurn` (``score`` and ``training_prompt``,
+    what ``trl-grpo`` trains with) and :class:`WritesNativeResults`.
     """
 
-    name: ClassVar[str]
+    name: str
+    """The benchmark's name: its folder's (the spec's ``name``)."""
     shaping_terms: ClassVar[tuple[str, ...]] = ()
     """Names of the terms :meth:`shaping` returns."""
     prompt_field: ClassVar[str] = "prompt"
@@ -139,6 +148,7 @@ class Benchmark(ABC):
     def __init__(self, spec: BenchmarkSpec, folder: Path) -> None:
         self.spec = spec
         self.folder = folder
+        self.name = spec.name
 
     def tasks(self, rows: Sequence[dict[str, Any]]) -> list[Task]:
         """Dataset rows to tasks."""
@@ -153,7 +163,7 @@ class Benchmark(ABC):
 
         An exception that an agent library raises (a malformed tool call, too many turns) is the agent's failure:
         the sample is recorded as an agent error and fails. An exception raised by the benchmark's own code (or the
-        harness's) fails the run, naming its file and line; raise :class:`harness.rollout.blame.AgentFailure` to
+        harness's) fails the run, naming its file and line; raise :class:`AgentFailure` to
         mark an agent's failure from the benchmark's code."""
 
     def passed(self, reward: float) -> bool:
@@ -168,47 +178,32 @@ class Benchmark(ABC):
         """The :attr:`shaping_terms` of a scored episode, each in [0, 1]."""
         return {}
 
+
+@runtime_checkable
+class TrainsSingleTurn(Protocol):
+    """Capability: ``trl-grpo`` trains the benchmark single-turn, on completions of :meth:`training_prompt` scored
+    by :meth:`score` (every :class:`~harness.benchmark.single_turn.SingleTurnBenchmark` has it)."""
+
+    @abstractmethod
     def score(self, text: str, task: Task) -> float:
         """The task reward of a final reply ``text`` (single-turn training scores its completions with it)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def training_prompt(self, task: Task) -> list[dict[str, str]]:
-        """Single-turn training (``trl-grpo``): the chat messages a completion starts from."""
-        raise NotImplementedError
+        """The chat messages a completion starts from."""
 
     def training_tools(self) -> list[Callable[..., Any]]:
-        """Single-turn training (``trl-grpo``): tools as plain callables, for TRL's own tool loop."""
+        """Tools as plain callables, for TRL's own tool loop (default: none)."""
         return []
 
-    def write_native_results(self, episodes: list[Episode], path: Path, info: dict[str, Any]) -> None:  # noqa: B027
-        """Write the benchmark's own results format for one evaluation to ``path``; by default nothing."""
 
-    @classmethod
-    def trains_single_turn(cls) -> bool:
-        """Whether the benchmark implements the single-turn hooks ``trl-grpo`` needs (``training_prompt``,
-        ``score``)."""
-        return cls.training_prompt is not Benchmark.training_prompt and cls.score is not Benchmark.score
+@runtime_checkable
+class WritesNativeResults(Protocol):
+    """Capability: the benchmark writes its own results format beside the harness's (τ²'s ``Results`` JSON)."""
 
-    @classmethod
-    def writes_native_results(cls) -> bool:
-        return cls.write_native_results is not Benchmark.write_native_results
-
-
-def message_record(message: Any) -> dict[str, Any]:
-    """A JSON-friendly record of one Agent Framework message: role, text and tool calls/results."""
-    record: dict[str, Any] = {"role": str(message.role), "text": message.text or ""}
-    calls, results = [], []
-    for content in message.contents:
-        kind = getattr(content, "type", "")
-        if kind == "function_call":
-            calls.append({"name": content.name, "arguments": content.arguments, "call_id": content.call_id})
-        elif kind == "function_result":
-            results.append({"call_id": content.call_id, "result": str(content.result)[:2000]})
-    if calls:
-        record["tool_calls"] = calls
-    if results:
-        record["tool_results"] = results
-    return record
+    @abstractmethod
+    def write_native_results(self, episodes: Sequence[Episode], path: Path, info: dict[str, Any]) -> None:
+        """Write the benchmark's own results format for one evaluation to ``path``."""
 
 
 @contextlib.asynccontextmanager

@@ -8,55 +8,49 @@ score) are derived from them, so the reward is written once and evaluation and t
 
 from __future__ import annotations
 
-import time
+from abc import abstractmethod
 
-from harness.rollout.protocol import Benchmark, Episode, RolloutContext, Task
+from harness.benchmark.messages import Message, complete
+from harness.benchmark.protocol import Benchmark, Episode, RolloutContext, Task, TrainsSingleTurn
 
 
-class SingleTurnBenchmark(Benchmark):
-    """One reply per task, scored by :meth:`score`. Override :meth:`prompt` to phrase the task (default: the task's
-    prompt as it is) and :meth:`answer` to record an extracted answer."""
+class SingleTurnBenchmark(Benchmark, TrainsSingleTurn):
+    """One reply per task, scored by :meth:`score` (required). Override :meth:`prompt` to phrase the task (default:
+    the task's prompt as it is) and :meth:`answer` to record an extracted answer."""
 
     def prompt(self, task: Task) -> str:
         """The user message for ``task``."""
         return task.prompt
 
-    def score(self, text: str, task: Task) -> float:  # pragma: no cover - the subclass's
-        raise NotImplementedError(f"{type(self).__name__} must define score(text, task)")
+    @abstractmethod
+    def score(self, text: str, task: Task) -> float:
+        """The task reward of a reply ``text``: 1 for a pass."""
 
     def answer(self, text: str) -> str | None:
         """The answer extracted from a reply, recorded with the episode (default: none)."""
         return None
 
-    def training_prompt(self, task: Task) -> list[dict[str, str]]:
+    def messages(self, task: Task) -> list[Message]:
+        """What the model is asked: ``agent.instructions`` as the system message (when set), then :meth:`prompt`."""
         system = self.spec.agent.instructions
-        user = [{"role": "user", "content": self.prompt(task)}]
-        return [{"role": "system", "content": system}, *user] if system else user
+        user = [Message(role="user", content=self.prompt(task))]
+        return [Message(role="system", content=system), *user] if system else user
+
+    def training_prompt(self, task: Task) -> list[dict[str, str]]:
+        return [{"role": m.role, "content": m.content or ""} for m in self.messages(task)]
 
     async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
-        messages = self.training_prompt(task)
-        started = time.perf_counter()
-        response = await ctx.client.chat.completions.create(
-            model=ctx.model,
-            messages=messages,
-            temperature=ctx.temperature,
-            max_tokens=ctx.max_tokens,
-            seed=ctx.seed,
-            timeout=ctx.request_timeout_s,
-        )
-        latency = time.perf_counter() - started
-        text = (response.choices[0].message.content or "") if response.choices else ""
-        reward = float(self.score(text, task))
-        usage = response.usage
-        asked = [{"role": m["role"], "text": m["content"]} for m in messages]
+        messages = self.messages(task)
+        reply = await complete(ctx, messages)
+        reward = float(self.score(reply.text, task))
         return Episode(
             task_id=task.id,
             reward=reward,
             passed=self.passed(reward),
-            answer=self.answer(text),
-            messages=[*asked, {"role": "assistant", "text": text}],
+            answer=self.answer(reply.text),
+            messages=[m.record() for m in [*messages, reply.message]],
             turns=1,
-            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
-            completion_tokens=int(usage.completion_tokens) if usage else 0,
-            latency_s=latency,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            latency_s=reply.latency_s,
         )

@@ -1,4 +1,4 @@
-"""Stage 8, engines: training behind one interface (:class:`~harness.engines.base.Engine`).
+"""Stage 9, engines: training behind one interface (:class:`~harness.engines.base.Engine`).
 
 ``base`` (the Engine base class with its optional capabilities, TrainRequest/TrainResult, the shared config keys),
 ``keys`` (an engine's config keys with types and defaults),
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from harness.benchmark.protocol import Benchmark
 from harness.engines.base import ENGINES, Engine, TrainRequest, TrainResult, register_engine
 from harness.errors import SpecError
 from harness.records import first_error
 from harness.registry import did_you_mean
-from harness.rollout.protocol import Benchmark
 from harness.spec import BenchmarkSpec, load_spec
 
 

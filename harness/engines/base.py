@@ -17,10 +17,10 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.backends import Backend
+from harness.benchmark.protocol import Benchmark, Episode, Task
 from harness.engines.shaping import Shaping
 from harness.errors import SpecError
 from harness.registry import Registry
-from harness.rollout.protocol import Benchmark, Episode, Task
 from harness.rollout.tracing import TraceStore
 from harness.serving.simulator import SimulatorEndpoint
 from harness.spec import BenchmarkSpec

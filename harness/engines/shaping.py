@@ -2,7 +2,7 @@
 
 ``training.config.shaping`` maps names to weights, the same form for every engine. ``length_penalty`` is the
 harness's own term (the share of the response budget a rollout used, subtracted); every other name is one of the
-benchmark's ``shaping_terms``, a dense signal in [0, 1] that :meth:`harness.rollout.protocol.Benchmark.shaping`
+benchmark's ``shaping_terms``, a dense signal in [0, 1] that :meth:`harness.benchmark.protocol.Benchmark.shaping`
 computes from the scored episode (for example math's ``format_reward``: the answer has the ``###`` format). Shaping
 exists for models too small to earn the task reward at first; pass rates never use it.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from harness.benchmark.protocol import Benchmark, Episode, Task
 from harness.errors import SpecError
-from harness.rollout.protocol import Benchmark, Episode, Task
 
 LENGTH_PENALTY = "length_penalty"
 

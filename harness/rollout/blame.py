@@ -8,7 +8,8 @@ fail the same way and the pass rate would measure the bug: the run must stop and
 The raise site decides. Walking the traceback from the innermost frame outwards, frames of the standard library
 are skipped; the first other frame belongs either to the harness or the benchmark (its folder, or a module the
 harness loaded for it) — the benchmark's code raised — or to a third-party package, which raised on the agent's
-behalf. A benchmark that means an agent failure from its own code raises :class:`AgentFailure`.
+behalf. A benchmark that means an agent failure from its own code raises :class:`AgentFailure`
+(:mod:`harness.benchmark`).
 
 The rule cannot tell a library rejecting the agent's output from a library rejecting the benchmark's own input (a
 pydantic model built from a malformed task row): both count as the agent's. Validate task data in ``tasks()``,
@@ -25,14 +26,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from harness.benchmark.protocol import AgentFailure
 from harness.errors import HarnessError, RunFailure
 
 _HARNESS_ROOT = Path(__file__).resolve().parent
 _STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
-
-
-class AgentFailure(Exception):
-    """Raised by benchmark code when the agent failed (an answer it cannot score): a failed sample, reward 0."""
 
 
 class BenchmarkCodeError(RunFailure):
@@ -115,5 +113,5 @@ def code_error(exc: BaseException, folder: Path | None, where: str, log: Path | 
         saved = f"; traceback in {log}"
     return BenchmarkCodeError(
         f"benchmark code raised {text}{at} ({where}): a bug in the benchmark fails the run, it is not scored as the "
-        f"agent's failure (raise harness.rollout.blame.AgentFailure for that){saved}"
+        f"agent's failure (raise harness.benchmark.AgentFailure for that){saved}"
     )

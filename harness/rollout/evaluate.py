@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 
 from harness import timing
+from harness.benchmark.protocol import Benchmark, Episode, RolloutContext, SimulatorContext, Task
 from harness.rollout.blame import blame, code_error
-from harness.rollout.protocol import Benchmark, Episode, RolloutContext, SimulatorContext, Task
 from harness.rollout.records import finished, to_line
 from harness.rollout.toolcalls import JsonToolCallTransport
 from harness.rollout.tracing import TraceStore, TracingTransport, rollout_scope

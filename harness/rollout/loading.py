@@ -1,52 +1,22 @@
 """Finding and importing benchmarks: ``benchmarks/<name>/`` (or ``HARNESS_BENCHMARKS``), its spec and its code.
 
-A benchmark's entrypoint is imported by file path (benchmark folders are not packages), once per file, and must
-register exactly one :class:`~harness.rollout.protocol.Benchmark` subclass under the spec's ``name`` with
-:func:`register_benchmark`. Helper modules beside it are imported with :func:`load_module`.
+A benchmark's entrypoint is imported by file path (benchmark folders are not packages), once per file, as a module
+of its own, and must register exactly one :class:`~harness.benchmark.Benchmark` subclass with
+:func:`~harness.benchmark.register_benchmark`. The folder's name is the benchmark's name: the spec's ``name`` may
+be left out, and a class need not say it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
 
+from harness.benchmark import BENCHMARKS, Benchmark, load_module
 from harness.errors import HarnessError, SpecError
 from harness.paths import benchmarks_dir
 from harness.registry import did_you_mean
-from harness.rollout.protocol import Benchmark
 from harness.spec import BenchmarkSpec, load_spec
-
-_BY_MODULE: dict[str, list[type[Benchmark]]] = {}
-"""The benchmark classes each entrypoint module registered."""
-
-
-def register_benchmark(cls: type[Any]) -> type[Any]:
-    """Class decorator: make a :class:`Benchmark` subclass known under its ``name``."""
-    if not (isinstance(cls, type) and issubclass(cls, Benchmark)):
-        raise SpecError(f"{getattr(cls, '__name__', cls)!r}: @register_benchmark needs a subclass of Benchmark")
-    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
-        raise SpecError(f"{cls.__name__}: a benchmark class needs a `name` string")
-    known = _BY_MODULE.setdefault(cls.__module__, [])
-    if any(c.name == cls.name and c.__qualname__ != cls.__qualname__ for c in known):
-        raise SpecError(f"benchmark {cls.name!r} is registered twice in {cls.__module__}")
-    known.append(cls)
-    return cls
-
-
-def load_module(path: Path, name: str) -> Any:
-    """Import a benchmark's helper module by file path (benchmarks are folders, not packages)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    mod_spec = importlib.util.spec_from_file_location(name, path)
-    if mod_spec is None or mod_spec.loader is None:
-        raise SpecError(f"{path}: cannot import")
-    module = importlib.util.module_from_spec(mod_spec)
-    sys.modules[name] = module
-    mod_spec.loader.exec_module(module)
-    return module
 
 
 def available_benchmarks(root: Path | None = None) -> list[str]:
@@ -76,9 +46,12 @@ def load_benchmark(spec: BenchmarkSpec, folder: Path) -> Benchmark:
     module = f"harness_benchmark_{spec.name}_{hashlib.sha256(str(entry.resolve()).encode()).hexdigest()[:12]}"
     try:
         load_module(entry, module)
-        cls = next((c for c in _BY_MODULE.get(module, []) if c.name == spec.name), None)
+        cls = BENCHMARKS.find(module)
         if cls is None:
-            raise SpecError(f"{entry}: no class registered with @register_benchmark under name {spec.name!r}")
+            raise SpecError(f"{entry}: no class registered with @register_benchmark for benchmark {spec.name!r}")
+        said = cls.__dict__.get("name")
+        if said is not None and said != spec.name:
+            raise SpecError(f"{entry}: {cls.__name__}.name {said!r} is not the benchmark's name {spec.name!r}")
         missing = sorted(getattr(cls, "__abstractmethods__", ()))
         if missing:
             raise SpecError(f"{entry}: benchmark {spec.name!r} does not implement {', '.join(missing)}")

@@ -8,8 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from harness.benchmark.protocol import Episode, Task
 from harness.errors import HarnessError
-from harness.rollout.protocol import Episode, Task
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(Episode))
 Key = tuple[str, int]

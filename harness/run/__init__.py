@@ -1,4 +1,4 @@
-"""Stage 9, run control: one train-then-evaluate run from plan to recorded row, and its re-runs.
+"""Stage 10, run control: one train-then-evaluate run from plan to recorded row, and its re-runs.
 
 ``plan`` (which phases run, pure), ``planning`` (what a profile can detect before it runs: ``harness power``, the
 figure of ``harness validate`` and of a run), ``signal_forecast`` (the share of GRPO groups expected to differ in

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.assets.data import load_split, readable_offline
+from harness.benchmark.protocol import Benchmark
 from harness.errors import DataError, ResultsError
 from harness.results.stats.power import (
     DEFAULT_BASE_RATE,
@@ -46,7 +47,6 @@ from harness.results.stats.seeds import min_p_value, seed_spread
 from harness.results.store.manifest import PowerRecord
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
-from harness.rollout.protocol import Benchmark
 from harness.spec import BenchmarkSpec
 
 DEFAULT_SEEDS = 5

@@ -22,6 +22,7 @@ from harness.assets.data import load_split, rows_sha256
 from harness.assets.models import checkpoint_hash, prepare_model
 from harness.backends import get_backend
 from harness.backends.tools import tool_commands
+from harness.benchmark.protocol import Episode, Task, WritesNativeResults
 from harness.engines import TrainRequest, check_engine, get_engine, validate_training
 from harness.engines.signal import no_signal_line
 from harness.errors import SpecError
@@ -31,7 +32,6 @@ from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
 from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import open_benchmark
-from harness.rollout.protocol import Episode, Task
 from harness.rollout.records import phase_records
 from harness.rollout.tracing import TraceStore
 from harness.run import events
@@ -283,8 +283,9 @@ class Runner:
                     evaluate(self.bench, tasks, settings, state.run_dir / f"rollouts-{phase}.jsonl", on_done, ready)
                 )
         state.episodes[phase] = episodes
-        native = state.run_dir / f"native-results-{phase}.json"
-        self.bench.write_native_results(episodes, native, state.native_info(self.spec, self.seed))
+        if isinstance(self.bench, WritesNativeResults):
+            native = state.run_dir / f"native-results-{phase}.json"
+            self.bench.write_native_results(episodes, native, state.native_info(self.spec, self.seed))
         summary = summarize(episodes).model_copy(update={"wall_s": time.monotonic() - start})
         state.summaries[phase] = summary
         log = state.run_dir / f"server-{phase}.log"  # named, with its first error, when no rollout was scored

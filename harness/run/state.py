@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.benchmark.protocol import Episode
 from harness.records import Versions
 from harness.results.stats.aggregate import count_samples
 from harness.results.stats.summary import summarize_counts
 from harness.results.store.atomic import atomic_write
 from harness.results.store.manifest import PhaseSummary, PowerRecord, SimulatorRecord
-from harness.rollout.protocol import Episode
 from harness.spec import BenchmarkSpec
 from harness.spec.options import RunOptions
 

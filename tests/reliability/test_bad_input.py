@@ -514,7 +514,7 @@ TRUTHS = st.one_of(
 def test_fuzz_answer_parser_through_the_benchmark(math_bench: Any, completion: str, truth: str) -> None:
     """What the trainer and the evaluation call on model text: the task reward, the format check and the partial
     credit; all total functions with bounded values and time, for any text and any recorded answer."""
-    from harness.rollout.protocol import Episode, Task
+    from harness.benchmark.protocol import Episode, Task
 
     task = Task(id="t", prompt="q", answer=truth)
     FIGURES.add("fuzzed model answers scored")

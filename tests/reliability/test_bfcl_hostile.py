@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from harness.assets.data import load_split
+from harness.benchmark.protocol import Episode, Task
 from harness.paths import env_python
 from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import open_benchmark
-from harness.rollout.protocol import Episode, Task
 from support import REPO
 from support_reliability import FIGURES, ScriptedModel, chat_completion, read_body, send_json
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import psutil
 
+from harness.benchmark.protocol import Task
 from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import load_benchmark
-from harness.rollout.protocol import Task
 from harness.spec import load_spec
 from harness.tools.calculator import CALL_CPU_LIMIT_S, MEMORY_LIMIT_BYTES, calculate, open_calculator
 from support import MATH_SPEC, REPO

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from results_factories import make_row
 
+from harness.benchmark.protocol import Episode
 from harness.results.compare.compare import compare
 from harness.results.stats.estimators import wilson_interval
 from harness.results.store.manifest import Manifest, PhasesRecord, PhaseSummary
 from harness.results.store.schema import TaskOutcome
 from harness.results.store.sources import RunIdsSource
 from harness.results.store.store import ResultStore
-from harness.rollout.protocol import Episode
 from harness.run.state import summarize
 
 

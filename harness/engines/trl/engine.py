@@ -18,11 +18,11 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from harness.benchmark.protocol import Benchmark, TrainsSingleTurn
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.child import require_checkpoint, run_trainer
 from harness.engines.jobs import TrainInfo, TrlJob
 from harness.errors import EngineError, SpecError
-from harness.rollout.protocol import Benchmark
 from harness.spec import BenchmarkSpec
 
 
@@ -87,7 +87,7 @@ class TrlGrpoEngine(Engine):
     @classmethod
     def check(cls, spec: BenchmarkSpec, bench: Benchmark) -> None:
         """Before anything starts: the benchmark has the single-turn hooks, and the shaping terms exist."""
-        if not bench.trains_single_turn():
+        if not isinstance(bench, TrainsSingleTurn):
             raise SpecError(
                 f"benchmark {bench.name!r} has no single-turn training hooks (training_prompt, score) "
                 "that engine 'trl-grpo' needs: train it with engine 'trace-grpo' or 'verl'"

@@ -77,13 +77,14 @@ def main(job_path: str) -> int:
     from trl import GRPOConfig, GRPOTrainer
 
     from harness.assets.data import load_split
+    from harness.benchmark.protocol import Episode, Task, TrainsSingleTurn
     from harness.rollout.loading import load_benchmark
-    from harness.rollout.protocol import Episode, Task
     from harness.spec import load_spec
 
     job = TrlJob.read(Path(job_path))
     spec = load_spec(job.spec_path, job.profile)
     bench = load_benchmark(spec, job.spec_path.parent)
+    assert isinstance(bench, TrainsSingleTurn)  # the engine checked it before starting this trainer
     config = TrlGrpoConfig.model_validate(spec.training.config)
     seed = job.seed
     if config.torch_threads:

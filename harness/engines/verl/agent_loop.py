@@ -21,11 +21,11 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
+from harness.benchmark.protocol import Benchmark, SimulatorContext, Task
 from harness.engines.shaping import Shaping
 from harness.engines.verl.engine import SIMULATOR_KEY_ENV
 from harness.engines.verl.rollout import Trajectory, traced_rollout
 from harness.rollout.loading import load_benchmark
-from harness.rollout.protocol import Benchmark, SimulatorContext, Task
 from harness.spec import load_spec
 
 AGENT_NAME = "harness_agent"

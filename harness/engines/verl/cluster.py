@@ -69,7 +69,7 @@ class RolloutWorker:
     async def rollouts(
         self, tasks: list[dict[str, Any]], sampling: dict[str, Any], budget: int, shaping: dict[str, float]
     ) -> list[dict[str, Any]]:
-        from harness.rollout.protocol import Task
+        from harness.benchmark.protocol import Task
 
         if self.stack is None:
             self.stack = AsyncExitStack()

@@ -23,9 +23,9 @@ from typing import Any
 
 import httpx
 
+from harness.benchmark.protocol import AgentFailure, Benchmark, Episode, RolloutContext, SimulatorContext, Task
 from harness.engines.shaping import Shaping, training_reward
-from harness.rollout.blame import AgentFailure, blame, code_error
-from harness.rollout.protocol import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.rollout.blame import blame, code_error
 from harness.rollout.toolcalls import parse_tool_calls, tool_names
 
 Generate = Callable[[list[int], dict[str, Any]], Awaitable[tuple[list[int], list[float] | None]]]
