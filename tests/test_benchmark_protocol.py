@@ -206,3 +206,33 @@ def test_the_guides_benchmark_is_short_and_validates(tmp_path: Path) -> None:
     assert bench.name == "units" and isinstance(bench, TrainsSingleTurn)
     task = Task("t000", "How many metres are 3 km? Answer with the number.", "3000")
     assert bench.score("3000", task) == 1.0 and bench.score("300", task) == 0.0
+
+
+def test_a_single_turn_rollout_records_messages_as_before() -> None:
+    """The rollout sends OpenAI messages through complete() and records them as {"role", "text"} dicts, the form
+    every recorded rollout has."""
+    from types import SimpleNamespace
+
+    from harness.benchmark import RolloutContext
+
+    sent: dict[str, object] = {}
+
+    async def create(**kwargs: object) -> object:
+        sent.update(kwargs)
+        message = SimpleNamespace(content="2 + 3 = 5", tool_calls=None)
+        usage = SimpleNamespace(prompt_tokens=7, completion_tokens=4)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)], usage=usage)
+
+    client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    spec, bench, _ = open_benchmark("arith")
+    ctx = RolloutContext("http://x", "m", 0.0, 16, 1, 5.0, seed=3, client=client)
+    episode = asyncio.run(bench.rollout(Task("t", "What is 2 + 3?", "5"), ctx))
+    system = spec.agent.instructions
+    assert sent["messages"] == [{"role": "system", "content": system}, {"role": "user", "content": "What is 2 + 3?"}]
+    assert (sent["seed"], sent["max_tokens"], sent["timeout"]) == (3, 16, 5.0)
+    assert episode.messages == [
+        {"role": "system", "text": system},
+        {"role": "user", "text": "What is 2 + 3?"},
+        {"role": "assistant", "text": "2 + 3 = 5"},
+    ]
+    assert (episode.reward, episode.passed, episode.answer, episode.prompt_tokens) == (1.0, True, "5", 7)
