@@ -4,30 +4,35 @@ An engine takes a base checkpoint and the benchmark's training tasks and returns
 evaluation phase can serve. Engines register themselves by name with :func:`register_engine`, so a spec names
 them (``training.engine``) and the results record which one ran. Each engine validates its own
 ``training.config`` with its :attr:`Engine.config_model`; the spec's schema does not know the engines.
+
+An engine trains in a worker process (:mod:`harness.engines.child`) through :meth:`Engine.run_worker`: a job file
+written, the worker run on it, the checkpoint it wrote required. :class:`WorkerEngine` is the whole skeleton of an
+engine whose training run is one such worker (``trl-grpo``, ``verl``): it supplies only its job, its worker module and
+what differs (environment, step count, a resume).
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.backends import Backend
-from harness.benchmark.protocol import Benchmark, Episode, Task
+from harness.benchmark.protocol import Benchmark
+from harness.engines.child import require_checkpoint, run_trainer
+from harness.engines.jobs import Job, TrainInfo, TrainJob
+from harness.engines.request import Collect, TrainRequest, TrainResult
 from harness.engines.shaping import Shaping
-from harness.errors import SpecError
+from harness.errors import EngineError, SpecError
 from harness.registry import Registry
-from harness.rollout.tracing import TraceStore
-from harness.serving.simulator import SimulatorEndpoint
 from harness.spec import BenchmarkSpec
 
-Collect = Callable[[Path, list[Task], int, float, Path, TraceStore], list[Episode]]
-"""``collect(checkpoint, tasks, n, temperature, out_path, trace)``: serve ``checkpoint`` and run ``n`` real rollouts
-of each task with the benchmark's agent (and user simulator), tracing the policy's calls into ``trace``."""
+J = TypeVar("J", bound=TrainJob)
+
+JOB_FILE = "train-request.json"
+"""A :class:`WorkerEngine`'s job file, in the run's ``output_dir``."""
 
 
 class EngineConfig(BaseModel):
@@ -40,45 +45,6 @@ class EngineConfig(BaseModel):
         description="Training-reward shaping, {term: weight}: the benchmark's shaping terms and length_penalty "
         "(harness.engines.shaping); pass rates never use it.",
     )
-
-
-@dataclass(frozen=True)
-class TrainRequest:
-    """Everything an engine needs for one training run."""
-
-    spec: BenchmarkSpec
-    spec_path: Path
-    base_model: Path
-    output_dir: Path
-    seed: int
-    log_path: Path
-    on_progress: Callable[[int, int, dict[str, float]], None] | None = None
-    resume_from: Path | None = None
-    """An earlier attempt's ``output_dir``: continue from the last checkpoint the engine saved there, if any."""
-    backend: Backend | None = None
-    """Where the trainer process runs; local when None."""
-    labels: dict[str, str] = field(default_factory=dict)
-    ray_address: str | None = None
-    """A Ray cluster for engines that run on one (verl); None: the engine's default (``RAY_ADDRESS`` or local)."""
-    benchmark: Benchmark | None = None
-    """The loaded benchmark (engines that run its rollouts or its reward hooks)."""
-    tasks: list[Task] = field(default_factory=list)
-    """The training split's tasks."""
-    collect: Collect | None = None
-    """Provided by the runner to engines that train on their own rollouts (:attr:`Engine.uses_policy_server`)."""
-    simulator: SimulatorEndpoint | None = None
-    """The run's user simulator, for engines whose workers run the rollouts themselves (verl); None for benchmarks
-    without one."""
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    checkpoint: Path
-    steps: int
-    metrics: list[dict[str, float]] = field(default_factory=list)
-    wall_s: float = 0.0
-    resumed_from_step: int = 0
-    """The saved step training continued from (``TrainRequest.resume_from``); 0 when it started afresh."""
 
 
 class Engine(ABC):
@@ -94,6 +60,8 @@ class Engine(ABC):
     """True for an engine whose trainer may start while that server is still shutting down (a CPU trainer, whose
     memory peaks long after its start). False: the server is gone first (a GPU trainer measures free accelerator
     memory when it starts)."""
+    worker: ClassVar[str] = ""
+    """The module of the engine's worker process (``python -m <worker> <job.json>``), for :meth:`run_worker`."""
 
     @classmethod
     def config(cls, spec: BenchmarkSpec) -> EngineConfig:
@@ -113,6 +81,106 @@ class Engine(ABC):
 
     @abstractmethod
     def train(self, request: TrainRequest) -> TrainResult: ...
+
+    def run_worker(
+        self,
+        request: TrainRequest,
+        job: Job,
+        job_path: Path,
+        *,
+        what: str,
+        checkpoint: Path,
+        mounts: tuple[Path, ...],
+        env: dict[str, str] | None = None,
+        unset: tuple[str, ...] = (),
+        total_steps: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Write ``job`` to ``job_path``, run :attr:`worker` on it until it exits and require the checkpoint it was to
+        write at ``checkpoint``; the worker's progress records. ``what`` names the work in errors ("trl-grpo
+        training", "trace-grpo update 3"); the other arguments are :func:`harness.engines.child.run_trainer`'s."""
+        job.write(job_path)
+        records = run_trainer(
+            request,
+            what=what,
+            module=self.worker,
+            job=job_path,
+            mounts=mounts,
+            env=env,
+            unset=unset,
+            total_steps=total_steps,
+        )
+        require_checkpoint(checkpoint, what, request.log_path)
+        return records
+
+
+class WorkerEngine(Engine, Generic[J]):
+    """An engine whose whole training run is one worker process, fed a :class:`TrainJob` of type ``J``.
+
+    :meth:`train` is the skeleton: the job (:meth:`job`), written to ``<output_dir>/train-request.json``; the worker
+    run on it in the backend with the run's folders mounted, its progress relayed (:meth:`total_steps`); the
+    checkpoint it wrote (:meth:`checkpoint`) required; its steps (:meth:`steps`, from ``harness-train.json``); and
+    the :class:`TrainResult`. A subclass names its :attr:`worker` and supplies :meth:`job`, and overrides the other
+    steps where it differs.
+    """
+
+    def train(self, request: TrainRequest) -> TrainResult:
+        job = self.job(request)
+        request.output_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint = self.checkpoint(request)
+        start = time.monotonic()
+        records = self.run_worker(
+            request,
+            job,
+            request.output_dir / JOB_FILE,
+            what=f"{self.name} training",
+            checkpoint=checkpoint,
+            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
+            env=self.worker_env(request, job),
+            unset=self.worker_unset(job),
+            total_steps=self.total_steps(request),
+        )
+        self.after_worker(request)
+        return TrainResult(
+            checkpoint=checkpoint,
+            steps=self.steps(checkpoint, records),
+            metrics=records,
+            wall_s=time.monotonic() - start,
+            resumed_from_step=self.resumed_from_step(job),
+        )
+
+    @abstractmethod
+    def job(self, request: TrainRequest) -> J:
+        """The worker's job for ``request``; raise here when the run cannot start (nothing is written yet)."""
+
+    def total_steps(self, request: TrainRequest) -> int | None:
+        """The steps the progress counts to: each record of a step goes to ``request.on_progress``; None: none do."""
+        return None
+
+    def worker_env(self, request: TrainRequest, job: J) -> dict[str, str]:
+        """Added to the worker's environment."""
+        return {}
+
+    def worker_unset(self, job: J) -> tuple[str, ...]:
+        """Removed from the worker's environment."""
+        return ()
+
+    def checkpoint(self, request: TrainRequest) -> Path:
+        """Where the worker writes the trained checkpoint."""
+        return request.output_dir / "checkpoint"
+
+    def after_worker(self, request: TrainRequest) -> None:
+        """After the worker wrote the checkpoint: tidy what it left that no later step needs."""
+
+    def steps(self, checkpoint: Path, records: list[dict[str, Any]]) -> int:
+        """The steps trained: as ``harness-train.json`` says, else one a progress record."""
+        try:
+            return TrainInfo.read(checkpoint).steps
+        except EngineError:
+            return len(records)
+
+    def resumed_from_step(self, job: J) -> int:
+        """The saved step the worker continued from; 0 when it started afresh."""
+        return 0
 
 
 ENGINES: Registry[type[Engine]] = Registry("engine", SpecError)
@@ -134,5 +202,6 @@ __all__ = [
     "SpecError",
     "TrainRequest",
     "TrainResult",
+    "WorkerEngine",
     "register_engine",
 ]

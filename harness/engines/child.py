@@ -1,11 +1,12 @@
 """A trainer in a child process: its launch on the run's backend, its progress, how it ended.
 
-Every engine that trains outside the harness process (``trl-grpo``, ``verl``, and ``trace-grpo``'s per-step
-updates) goes through :func:`run_trainer`: the worker module is started as ``python -m <module> <job.json>`` (the
-job a model of :mod:`harness.engines.jobs`, written by the engine, read by the worker) in the ``harness``
-environment (a local process or a container), each line it prints with :data:`PROGRESS_PREFIX` is a JSON progress
-record handed to the engine as it arrives, and an exit other than 0 raises :class:`EngineError` naming the cause
-(:class:`harness.exits.ExitWatch`: a kernel out-of-memory kill is said so) and the log file.
+Every engine that trains outside the harness process (``trl-grpo``, ``verl``, and ``trace-grpo``'s per-step updates)
+goes through :func:`run_trainer` (by :meth:`harness.engines.base.Engine.run_worker`): the worker module is started
+as ``python -m <module> <job.json>`` (the job a model of :mod:`harness.engines.jobs`, written by the engine, read by
+the worker) in the ``harness`` environment (a local process or a container), each line it prints with
+:data:`PROGRESS_PREFIX` is a JSON progress record handed to the engine as it arrives, and an exit other than 0
+raises :class:`EngineError` naming the cause (:class:`harness.exits.ExitWatch`: a kernel out-of-memory kill is said
+so) and the log file.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.base import LaunchSpec
-from harness.engines.base import TrainRequest
+from harness.engines.request import TrainRequest
 from harness.errors import EngineError
 from harness.exits import ExitWatch
 from harness.serving.cores import share_cores

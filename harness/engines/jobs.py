@@ -20,7 +20,7 @@ from harness.errors import EngineError
 from harness.records import Versions, write_record
 
 if TYPE_CHECKING:
-    from harness.engines.base import TrainRequest
+    from harness.engines.request import TrainRequest
 
 TRAIN_INFO_FILE = "harness-train.json"
 

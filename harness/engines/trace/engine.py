@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
-from harness.engines.child import require_checkpoint, run_trainer
 from harness.engines.curves import StepCurves
 from harness.engines.jobs import UpdateJob
 from harness.engines.shaping import Shaping, training_reward
@@ -103,6 +102,7 @@ class TraceGrpoEngine(Engine):
     config_model: ClassVar[type[EngineConfig]] = TraceGrpoConfig
     uses_policy_server: ClassVar[bool] = True
     """Trains on rollouts served by the run's policy server (it stays up through training)."""
+    worker: ClassVar[str] = "harness.engines.trace.worker"
 
     @classmethod
     def group_size(cls, spec: BenchmarkSpec) -> int | None:
@@ -207,10 +207,13 @@ class TraceGrpoEngine(Engine):
             max_grad_norm=config.max_grad_norm,
             seed=request.seed + step,
             torch_threads=config.torch_threads,
-        ).write(request.output_dir / f"update-step{step}.json")
-        what = f"trace-grpo update {step}"
-        records = run_trainer(
-            request, what=what, module="harness.engines.trace.worker", job=job, mounts=(request.output_dir, checkpoint)
         )
-        require_checkpoint(out, what, request.log_path)
+        records = self.run_worker(
+            request,
+            job,
+            request.output_dir / f"update-step{step}.json",
+            what=f"trace-grpo update {step}",
+            checkpoint=out,
+            mounts=(request.output_dir, checkpoint),
+        )
         return records[-1] if records else {}

@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from harness.benchmark.protocol import Benchmark, TrainsSingleTurn
-from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
-from harness.engines.child import require_checkpoint, run_trainer
-from harness.engines.jobs import TrainInfo, TrlJob
-from harness.errors import EngineError, SpecError
+from harness.engines.base import EngineConfig, TrainRequest, WorkerEngine, register_engine
+from harness.engines.jobs import TrlJob
+from harness.errors import SpecError
 from harness.spec import BenchmarkSpec
 
 
@@ -73,12 +71,13 @@ class TrlGrpoConfig(EngineConfig):
 
 
 @register_engine
-class TrlGrpoEngine(Engine):
+class TrlGrpoEngine(WorkerEngine[TrlJob]):
     """GRPO with TRL's GRPOTrainer on a CPU: single-turn (a benchmark's training_prompt and score)."""
 
     name: ClassVar[str] = "trl-grpo"
     config_model: ClassVar[type[EngineConfig]] = TrlGrpoConfig
     starts_while_server_stops: ClassVar[bool] = True  # a CPU trainer: its memory peaks tens of seconds in
+    worker: ClassVar[str] = "harness.engines.trl.worker"
 
     @classmethod
     def group_size(cls, spec: BenchmarkSpec) -> int | None:
@@ -94,37 +93,22 @@ class TrlGrpoEngine(Engine):
             )
         super().check(spec, bench)
 
-    def train(self, request: TrainRequest) -> TrainResult:
-        config = TrlGrpoConfig.model_validate(request.spec.training.config)
-        request.output_dir.mkdir(parents=True, exist_ok=True)
+    def job(self, request: TrainRequest) -> TrlJob:
         resume = last_checkpoint(request.resume_from / "trainer") if request.resume_from else None
-        job = TrlJob.for_request(request, resume_from_checkpoint=resume).write(
-            request.output_dir / "train-request.json"
-        )
-        start = time.monotonic()
-        metrics = run_trainer(
-            request,
-            what="trl-grpo training",
-            module="harness.engines.trl.worker",
-            job=job,
-            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
-            env={"TRL_EXPERIMENTAL_SILENCE": os.environ.get("TRL_EXPERIMENTAL_SILENCE", "1")},
-            total_steps=config.max_steps,
-        )
-        checkpoint = require_checkpoint(request.output_dir / "checkpoint", "trl-grpo training", request.log_path)
+        return TrlJob.for_request(request, resume_from_checkpoint=resume)
+
+    def total_steps(self, request: TrainRequest) -> int | None:
+        return TrlGrpoConfig.model_validate(request.spec.training.config).max_steps
+
+    def worker_env(self, request: TrainRequest, job: TrlJob) -> dict[str, str]:
+        return {"TRL_EXPERIMENTAL_SILENCE": os.environ.get("TRL_EXPERIMENTAL_SILENCE", "1")}
+
+    def after_worker(self, request: TrainRequest) -> None:
         for saved in (request.output_dir / "trainer").glob("checkpoint-*"):  # only a resume needs them: the
             shutil.rmtree(saved, ignore_errors=True)  # optimizer state is twice the model's size
-        try:
-            steps = TrainInfo.read(checkpoint).steps
-        except EngineError:
-            steps = len(metrics)
-        return TrainResult(
-            checkpoint=checkpoint,
-            steps=steps,
-            metrics=metrics,
-            wall_s=time.monotonic() - start,
-            resumed_from_step=checkpoint_step(resume) if resume else 0,
-        )
+
+    def resumed_from_step(self, job: TrlJob) -> int:
+        return checkpoint_step(job.resume_from_checkpoint) if job.resume_from_checkpoint else 0
 
 
 CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt", "config.json")

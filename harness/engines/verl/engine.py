@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
-from harness.engines.child import require_checkpoint, run_trainer
+from harness.engines.base import EngineConfig, TrainRequest, WorkerEngine, register_engine
 from harness.engines.jobs import SimulatorRef, VerlJob
 from harness.errors import HarnessError
 from harness.spec import BenchmarkSpec
@@ -237,11 +235,12 @@ def resolve_ray_address(explicit: str | None) -> str | None:
 
 
 @register_engine
-class VerlEngine(Engine):
+class VerlEngine(WorkerEngine[VerlJob]):
     """VERL's GRPO with vLLM rollouts on GPUs (Ray), running the benchmark's own agent in its agent loop."""
 
     name: ClassVar[str] = "verl"
     config_model: ClassVar[type[EngineConfig]] = VerlConfig
+    worker: ClassVar[str] = "harness.engines.verl.worker"
 
     @classmethod
     def group_size(cls, spec: BenchmarkSpec) -> int | None:
@@ -249,8 +248,7 @@ class VerlEngine(Engine):
         n = to_verl_dict(config).get("actor_rollout_ref", {}).get("rollout", {}).get("n")
         return int(n if n is not None else config.actor_rollout_ref.rollout.n)
 
-    def train(self, request: TrainRequest) -> TrainResult:
-        config = VerlConfig.model_validate(request.spec.training.config)
+    def job(self, request: TrainRequest) -> VerlJob:
         ray_address = resolve_ray_address(request.ray_address)
         if ray_address is None:
             try:
@@ -264,27 +262,23 @@ class VerlEngine(Engine):
                     "the verl engine needs CUDA GPUs (or a Ray cluster with them: --ray-address); "
                     "use profile 'smoke' on a CPU machine"
                 )
-        request.output_dir.mkdir(parents=True, exist_ok=True)
         sim = request.simulator
         simulator = SimulatorRef(base_url=sim.base_url, model=sim.model) if sim else None
-        job = VerlJob.for_request(request, ray_address=ray_address, simulator=simulator).write(
-            request.output_dir / "train-request.json"
-        )
-        total = int(config.overrides.get("trainer.total_training_steps", 0) or 0)
+        return VerlJob.for_request(request, ray_address=ray_address, simulator=simulator)
+
+    def total_steps(self, request: TrainRequest) -> int | None:
+        config = VerlConfig.model_validate(request.spec.training.config)
+        return int(config.overrides.get("trainer.total_training_steps", 0) or 0)
+
+    def worker_env(self, request: TrainRequest, job: VerlJob) -> dict[str, str]:
         env = dict(MULTICAST_OFF)
-        if sim:
-            env[SIMULATOR_KEY_ENV] = sim.api_key  # to the rollout workers' environment only, never a file
-        start = time.monotonic()
-        metrics = run_trainer(
-            request,
-            what="verl training",
-            module="harness.engines.verl.worker",
-            job=job,
-            mounts=(request.output_dir, request.base_model, request.spec_path.parent),
-            env=env,
-            unset=("RAY_ADDRESS",) if ray_address is None else (),
-            total_steps=total,
-        )
-        checkpoint = require_checkpoint(request.output_dir / "checkpoint", "verl training", request.log_path)
-        steps = sum(1 for m in metrics if m.get("step", 0) > 0 and "step_time_s" in m)
-        return TrainResult(checkpoint=checkpoint, steps=steps, metrics=metrics, wall_s=time.monotonic() - start)
+        if request.simulator:
+            env[SIMULATOR_KEY_ENV] = request.simulator.api_key  # to the rollout workers' environment only, never a file
+        return env
+
+    def worker_unset(self, job: VerlJob) -> tuple[str, ...]:
+        return ("RAY_ADDRESS",) if job.ray_address is None else ()  # a local head, whatever the environment says
+
+    def steps(self, checkpoint: Path, records: list[dict[str, Any]]) -> int:
+        """The steps the worker reported (a record with a step time)."""
+        return sum(1 for m in records if m.get("step", 0) > 0 and "step_time_s" in m)
