@@ -92,7 +92,7 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
             loaded_text, loaded_logp = greedy(server)
         with policy.use(trained, tmp_path / "server-again.log") as same:
             assert same is server  # the same checkpoint again: nothing to load
-        assert policy.describe()["starts"] == 1 and policy.describe()["weight_loads"] == 1
+        assert policy.describe().starts == 1 and policy.describe().weight_loads == 1
         assert not (tmp_path / "server-after.log").exists()  # no second server was started
         policy.prepare(trained, tmp_path / "server-prepared.log")  # served already: nothing to start
         policy.prepare(base, tmp_path / "server-prepared.log")  # loadable in place by the next use()
@@ -101,8 +101,8 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
         broken = renamed_weight_copy(trained, tmp_path / "broken")
         with policy.use(broken, tmp_path / "server-broken.log", wait=False) as replacement:
             assert replacement is not server and server.handle.poll() is not None
-        assert policy.describe()["starts"] == 2 and len(policy.describe()["weight_load_failures"]) == 1
-        assert "HTTP" in policy.describe()["weight_load_failures"][0]
+        assert policy.describe().starts == 2 and len(policy.describe().weight_load_failures) == 1
+        assert "HTTP" in policy.describe().weight_load_failures[0]
         # trl-grpo: the trainer gets the machine, starting while the server shuts down; close() waits for it
         policy.before_training(engine_uses_server=False, wait=False)
         assert policy.server is None
@@ -121,7 +121,7 @@ def test_the_running_server_loads_a_new_checkpoint_in_place(smoke_model: Path, t
         assert fresh.handle.poll() is not None
         with fresh_policy.use(base, tmp_path / "server-base-again.log", wait=False) as another:
             assert another is not fresh and another is fresh_policy.server
-        assert fresh_policy.describe()["starts"] == 2 and fresh_policy.describe()["weight_loads"] == 0
+        assert fresh_policy.describe().starts == 2 and fresh_policy.describe().weight_loads == 0
     finally:
         fresh_policy.close()
     assert loaded_text != base_text, "the perturbation should change the greedy answer"

@@ -173,6 +173,7 @@ def test_the_manifest_names_the_folder_that_holds_the_curves(tmp_path: Path) -> 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from torch.utils.tensorboard import SummaryWriter
 
+    from harness.results.store.manifest import BackendRecord
     from harness.run.record import RecordContext, build_manifest
     from harness.run.state import RunState
     from harness.spec.options import RunOptions
@@ -185,9 +186,9 @@ def test_the_manifest_names_the_folder_that_holds_the_curves(tmp_path: Path) -> 
         spec_path=MATH_SPEC,
         options=RunOptions(benchmark="math", profile="smoke-verl"),
         seed=0,
-        backend={"name": "local"},
-        serving={},
-        resources={},
+        backend=BackendRecord(name="local"),
+        serving=None,
+        resources=None,
     )
 
     def named() -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
 from harness.errors import HarnessError
 from harness.registry import Registry
 
 if TYPE_CHECKING:
+    from harness.results.store.manifest import BackendRecord
     from harness.tools.servers import ToolServer
 
 Role = Literal["server", "train"]
@@ -72,7 +73,7 @@ class Backend(Protocol):
         """The command that runs ``server`` (a stdio tool server, :mod:`harness.tools.servers`) on this backend."""
         ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendRecord:
         """What the run manifest records about this backend (e.g. image digests)."""
         ...
 

@@ -30,6 +30,7 @@ from harness.backends.base import LaunchSpec, register_backend
 from harness.backends.images import image_refs, missing_hint
 from harness.errors import HarnessError
 from harness.paths import artifacts_dir, benchmarks_dir, cache_dir
+from harness.results.store.manifest import BackendRecord, DockerEngineRecord, ImageRecord
 from harness.tools.servers import ToolServer
 
 RUN_LABEL = "harness.run_id"
@@ -350,28 +351,28 @@ class DockerBackend:
             server.code,
         ]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendRecord:
         version: dict[str, Any] = {}
         with contextlib.suppress(Exception):
             version = self.client.version()
-        return {
-            "name": self.name,
-            "engine": {"version": version.get("Version", ""), "api_version": version.get("ApiVersion", "")},
-            "images": {
-                role: {
-                    "ref": ref,
-                    "id": image.id,
-                    "digest": (image.attrs.get("RepoDigests") or [image.id])[0],
-                    "repo_digests": list(image.attrs.get("RepoDigests") or []),
-                    "tags": list(image.tags),
-                    "content_hash": (image.labels or {}).get("io.harness.content-hash", ""),
-                }
+        return BackendRecord(
+            name=self.name,
+            engine=DockerEngineRecord(version=version.get("Version", ""), api_version=version.get("ApiVersion", "")),
+            images={
+                role: ImageRecord(
+                    ref=ref,
+                    id=image.id,
+                    digest=(image.attrs.get("RepoDigests") or [image.id])[0],
+                    repo_digests=list(image.attrs.get("RepoDigests") or []),
+                    tags=list(image.tags),
+                    content_hash=(image.labels or {}).get("io.harness.content-hash", ""),
+                )
                 for role, ref, image in (
                     ("cpu", self.cpu_ref, self.images["cpu"]),
                     ("calculator", self.calculator_ref, self.images["calculator"]),
                 )
             },
-        }
+        )
 
     def close(self) -> None:
         """Stop this backend's containers, then remove every container labelled with the run id (calculators too)."""

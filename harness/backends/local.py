@@ -14,6 +14,7 @@ from typing import IO, Any, ClassVar
 from harness.backends.base import LaunchSpec, register_backend
 from harness.errors import HarnessError
 from harness.paths import env_python
+from harness.results.store.manifest import BackendRecord
 from harness.tools.servers import ToolServer, local_command
 
 
@@ -149,8 +150,8 @@ class LocalBackend:
     def tool_command(self, server: type[ToolServer]) -> list[str]:
         return local_command(server)
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name}
+    def describe(self) -> BackendRecord:
+        return BackendRecord(name=self.name)
 
     def close(self) -> None:
         for handle in self._handles:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import psutil
+
+from harness.results.store.manifest import ProcessMemory, ResourcesRecord
 
 INTERVAL_S = 0.5
 
@@ -111,18 +112,19 @@ class TreeSampler:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def record(self) -> dict[str, Any]:
-        """The peak as a manifest entry (bytes; the phase that was running; the largest processes then)."""
+    def record(self) -> ResourcesRecord | None:
+        """The peak as a manifest entry (bytes; the phase that was running; the largest processes then); None when
+        nothing was sampled."""
         if self.peak is None:
-            return {}
-        return {
-            "peak_pss_bytes": self.peak.pss,
-            "peak_rss_bytes": self.peak.rss,
-            "peak_phase": self.peak_label,
-            "peak_at_s": self.peak.at_s,
-            "peak_processes": self.peak.processes,
-            "peak_top": [{"process": name, "pss_bytes": pss} for name, pss in self.peak.top],
-            "interval_s": self.interval_s,
-            "samples": self.samples,
-            "scope": "the harness process and its descendants (containers are not counted)",
-        }
+            return None
+        return ResourcesRecord(
+            peak_pss_bytes=self.peak.pss,
+            peak_rss_bytes=self.peak.rss,
+            peak_phase=self.peak_label,
+            peak_at_s=self.peak.at_s,
+            peak_processes=self.peak.processes,
+            peak_top=[ProcessMemory(process=name, pss_bytes=pss) for name, pss in self.peak.top],
+            interval_s=self.interval_s,
+            samples=self.samples,
+            scope="the harness process and its descendants (containers are not counted)",
+        )

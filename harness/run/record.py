@@ -9,7 +9,6 @@ import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.assets.models import model_source
 from harness.engines.jobs import TrainInfo
@@ -17,13 +16,16 @@ from harness.engines.signal import no_signal_line
 from harness.errors import EngineError
 from harness.results.store.manifest import (
     ArgsRecord,
+    BackendRecord,
     DatasetRecord,
     EngineRecord,
     Manifest,
     ModelRecord,
     PhasesRecord,
     PhaseSummary,
+    ResourcesRecord,
     ResumeRecord,
+    ServingRecord,
     SpecRecord,
     SplitRecord,
 )
@@ -49,12 +51,12 @@ class RecordContext:
     """The options as passed."""
     resolved: RunOptions
     """The options the run used: with the profile and seed it resolved (``resolved.seed`` is set)."""
-    backend: dict[str, Any]
+    backend: BackendRecord
     """The backend's description (its images and their digests)."""
-    serving: dict[str, Any]
-    """The policy server's record (starts, weight loads)."""
-    resources: dict[str, Any]
-    """Peak memory of the run's process tree."""
+    serving: ServingRecord | None
+    """The policy server's record (starts, weight loads); None when no server started."""
+    resources: ResourcesRecord | None
+    """Peak memory of the run's process tree; None when nothing was sampled."""
 
     @property
     def seed(self) -> int:
@@ -81,8 +83,8 @@ def record_run(
     spec = ctx.spec
     commit, dirty = state.git
     packages = run_packages()
-    for role, image in ctx.backend.get("images", {}).items():
-        packages[f"image:{role}"] = image.get("digest", "")  # the row itself names the images that ran
+    for role, image in ctx.backend.images.items():
+        packages[f"image:{role}"] = image.digest  # the row itself names the images that ran
     before, after = state.summaries.get("before", PhaseSummary()), state.summaries.get("after", PhaseSummary())
     eval_tasks = {e.task_id for eps in state.episodes.values() for e in eps}
     row = RunRow(

@@ -27,7 +27,7 @@ from harness.engines import TrainRequest, check_engine, get_engine, validate_tra
 from harness.engines.signal import no_signal_line
 from harness.errors import SpecError
 from harness.paths import artifacts_dir, link_policy
-from harness.results.store.manifest import PowerRecord
+from harness.results.store.manifest import BackendRecord, PowerRecord
 from harness.results.store.schema import RunRow
 from harness.results.store.store import ResultStore
 from harness.rollout.evaluate import EvalSettings, evaluate
@@ -380,8 +380,8 @@ class Runner:
             spec_path=self.spec_path,
             options=self.options,
             resolved=self.resolved,
-            backend=self.backend.describe() if self.backend is not None else {"name": self.options.backend},
-            serving=self.policy.describe() if self.policy is not None else {},
+            backend=self.backend.describe() if self.backend is not None else BackendRecord(name=self.options.backend),
+            serving=self.policy.describe() if self.policy is not None else None,
             resources=self.memory.record(),
         )
         return record_run(state, ctx, status, failed_phase, note, self.store, self.emit)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from harness.backends.base import Backend
 from harness.errors import ServingError
+from harness.results.store.manifest import ServingRecord
 from harness.serving.hardware import serving_dtype
 from harness.serving.server import ModelServer, launch
 from harness.spec import ServingSpec
@@ -155,14 +156,14 @@ class PolicyServer:
             stopping.join()
         self._stopping.clear()
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> ServingRecord:
         """For the manifest: the dtype served, how many servers were started and how the weights were swapped."""
-        return {
-            "dtype": serving_dtype(self.serving.dtype),
-            "starts": self.starts,
-            "weight_loads": len(self.loads),
-            "weight_load_s": [round(s, 2) for s in self.loads],
-            "weight_load_failures": self.load_failures,
-            "reload_weights": self.serving.reload_weights,
-            "keep_during_training": self.serving.keep_during_training,
-        }
+        return ServingRecord(
+            dtype=serving_dtype(self.serving.dtype),
+            starts=self.starts,
+            weight_loads=len(self.loads),
+            weight_load_s=[round(s, 2) for s in self.loads],
+            weight_load_failures=list(self.load_failures),
+            reload_weights=self.serving.reload_weights,
+            keep_during_training=self.serving.keep_during_training,
+        )

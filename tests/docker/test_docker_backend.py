@@ -113,10 +113,10 @@ def test_exit_code_and_describe(calc_backend, tmp_path: Path) -> None:
     assert handle.poll() == 3
     handle.stop()
     info = calc_backend.describe()
-    assert info["name"] == "docker"
+    assert info.name == "docker"
     for role in ("cpu", "calculator"):
-        assert info["images"][role]["id"].startswith("sha256:")
-        assert info["images"][role]["digest"]
+        assert info.images[role].id.startswith("sha256:")
+        assert info.images[role].digest
     cmd = calc_backend.tool_command(Calculator)
     assert cmd[:4] == ["docker", "run", "-i", "--rm"]
     assert cmd[cmd.index("--network") + 1] == "none"
