@@ -185,7 +185,7 @@ def test_the_manifest_names_the_folder_that_holds_the_curves(tmp_path: Path) -> 
         spec=spec,
         spec_path=MATH_SPEC,
         options=RunOptions(benchmark="math", profile="smoke-verl"),
-        seed=0,
+        resolved=RunOptions(benchmark="math", profile="smoke-verl", seed=0),
         backend=BackendRecord(name="local"),
         serving=None,
         resources=None,
