@@ -26,10 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.benchmark import (
     DatasetFile,
     Episode,
+    Message,
     RolloutContext,
     SingleTurnBenchmark,
     SpecError,
     Task,
+    complete,
     fetch_file,
     load_module,
     read_jsonl,
@@ -158,31 +160,15 @@ class Bfcl(SingleTurnBenchmark):
         if category_of(task.id).startswith("multi_turn"):
             return await self._multi_turn(task, ctx)
         prepared = await asyncio.to_thread(self.prepared, task)
-        messages = self.training_prompt(task)
+        prompt = [Message(role=m["role"], content=m["content"]) for m in self.training_prompt(task)]
         extra: dict[str, Any] = {"tools": prepared["tools"]} if self.options.mode == "fc" and prepared["tools"] else {}
-        started = time.perf_counter()
-        response = await ctx.client.chat.completions.create(
-            model=ctx.model,
-            messages=messages,
-            temperature=ctx.temperature,
-            max_tokens=ctx.max_tokens,
-            seed=ctx.seed,
-            timeout=ctx.request_timeout_s,
-            **extra,
-        )
-        latency = time.perf_counter() - started
-        message = response.choices[0].message if response.choices else None
-        text = (message.content or "") if message else ""
-        calls = list(message.tool_calls or []) if message else []
-        output: Any = text
+        reply = await complete(ctx, prompt, **extra)
+        calls = reply.message.tool_calls or []
+        output: Any = reply.text
         if self.options.mode == "fc" and calls:
-            output = [{c.function.name: c.function.arguments} for c in calls]
+            output = [{c["function"]["name"]: c["function"]["arguments"]} for c in calls]
         verdict = await asyncio.to_thread(self.verdict, output, task)
         reward = float(verdict["valid"])
-        usage = response.usage
-        reply: dict[str, Any] = {"role": "assistant", "text": text}
-        if calls:
-            reply["tool_calls"] = [{"name": c.function.name, "arguments": c.function.arguments} for c in calls]
         info = {"category": category_of(task.id), "error_type": verdict.get("error_type", "")}
         if verdict.get("refused"):
             info.update(refused=verdict["refused"], failure="refused")
@@ -193,12 +179,12 @@ class Bfcl(SingleTurnBenchmark):
             reward=reward,
             passed=self.passed(reward),
             answer=json.dumps(output) if not isinstance(output, str) else output,
-            messages=[*({"role": m["role"], "text": m["content"]} for m in messages), reply],
+            messages=[*(m.record() for m in prompt), reply.message.record()],
             turns=1,
             tool_calls=len(calls),
-            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
-            completion_tokens=int(usage.completion_tokens) if usage else 0,
-            latency_s=latency,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            latency_s=reply.latency_s,
             info=info,
         )
 
@@ -215,8 +201,8 @@ class Bfcl(SingleTurnBenchmark):
         entry = prepared["entry"]
         session = _checker.Checker()
         started = time.perf_counter()
-        messages = [{"role": m["role"], "content": m["content"]} for m in prepared["messages"]]
-        record: list[dict[str, Any]] = [{"role": m["role"], "text": m["content"]} for m in messages]
+        messages = [Message(role=m["role"], content=m["content"]) for m in prepared["messages"]]
+        record: list[dict[str, Any]] = [m.record() for m in messages]
         replies: list[list[str]] = []
         prompt_tokens = completion_tokens = calls = 0
         info: dict[str, Any] = {"category": category_of(task.id)}
@@ -224,8 +210,9 @@ class Bfcl(SingleTurnBenchmark):
             max_steps = (await asyncio.to_thread(session.request, {"op": "max_steps"}))["max_steps"]
             for turn_index, turn in enumerate(entry["question"]):
                 if turn_index > 0:
-                    messages += [{"role": m["role"], "content": m["content"]} for m in turn]
-                    record += [{"role": m["role"], "text": m["content"]} for m in turn]
+                    asked = [Message(role=m["role"], content=m["content"]) for m in turn]
+                    messages += asked
+                    record += [m.record() for m in asked]
                 turn_replies: list[str] = []
                 replies.append(turn_replies)
                 for step in range(max_steps + 1):
@@ -233,19 +220,11 @@ class Bfcl(SingleTurnBenchmark):
                         replies.pop()
                         info["force_quit"] = turn_index
                         break
-                    response = await ctx.client.chat.completions.create(
-                        model=ctx.model,
-                        messages=messages,
-                        temperature=ctx.temperature,
-                        max_tokens=ctx.max_tokens,
-                        seed=ctx.seed,
-                        timeout=ctx.request_timeout_s,
-                    )
-                    if response.usage:
-                        prompt_tokens += int(response.usage.prompt_tokens)
-                        completion_tokens += int(response.usage.completion_tokens)
-                    text = (response.choices[0].message.content or "") if response.choices else ""
-                    messages.append({"role": "assistant", "content": text})
+                    reply = await complete(ctx, messages)
+                    prompt_tokens += reply.prompt_tokens
+                    completion_tokens += reply.completion_tokens
+                    text = reply.text
+                    messages.append(Message(role="assistant", content=text))
                     record.append({"role": "assistant", "text": text})
                     turn_replies.append(text)
                     why = _literal.refusal(text)
@@ -264,7 +243,7 @@ class Bfcl(SingleTurnBenchmark):
                     if not ran["decoded"]:
                         break
                     calls += len(ran["decoded"])
-                    messages.append(ran["message"])
+                    messages.append(Message(role=ran["message"]["role"], content=ran["message"]["content"]))
                     record.append({"role": "user", "text": ran["message"]["content"], "tool_results": ran["results"]})
                 if "force_quit" in info:
                     break
