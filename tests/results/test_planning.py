@@ -17,6 +17,7 @@ from harness.results.store.manifest import Manifest, parse_manifest
 from harness.results.store.store import ResultStore
 from harness.rollout.loading import open_benchmark
 from harness.run.planning import base_rate, profile_power, task_count
+from harness.run.reporter import ConsoleReporter
 from harness.run.runner import Runner
 from harness.spec.options import RunOptions
 
@@ -89,7 +90,7 @@ def test_a_run_prints_and_records_what_it_can_detect(baseline: Path) -> None:
     assert task_count(spec, bench) == (20, "test split")
     runner = Runner.__new__(Runner)  # the set-up's power step alone: no model, no server
     console = Console(record=True, width=400)
-    runner.spec, runner.console = spec, console
+    runner.spec, runner.emit = spec, ConsoleReporter(console)
     runner.options = RunOptions(benchmark="math", profile="reference-h200", results_root=baseline)
     record = runner._power(20)
     assert record is not None and record.tasks == 20 and record.samples == 8
