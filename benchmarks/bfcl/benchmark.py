@@ -224,8 +224,8 @@ class Bfcl(SingleTurnBenchmark):
                     prompt_tokens += reply.prompt_tokens
                     completion_tokens += reply.completion_tokens
                     text = reply.text
-                    messages.append(Message(role="assistant", content=text))
-                    record.append({"role": "assistant", "text": text})
+                    messages.append(reply.message)
+                    record.append(reply.message.record())
                     turn_replies.append(text)
                     why = _literal.refusal(text)
                     ran = (
@@ -243,8 +243,9 @@ class Bfcl(SingleTurnBenchmark):
                     if not ran["decoded"]:
                         break
                     calls += len(ran["decoded"])
-                    messages.append(Message(role=ran["message"]["role"], content=ran["message"]["content"]))
-                    record.append({"role": "user", "text": ran["message"]["content"], "tool_results": ran["results"]})
+                    results = Message(role=ran["message"]["role"], content=ran["message"]["content"])
+                    messages.append(results)
+                    record.append({**results.record(), "tool_results": ran["results"]})
                 if "force_quit" in info:
                     break
             answer = json.loads(task.answer)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from harness.benchmark import (
     Benchmark,
     Episode,
+    Message,
     RolloutContext,
     Task,
     TrainsSingleTurn,
@@ -53,7 +54,7 @@ class MathBenchmark(Benchmark, TrainsSingleTurn):
             options={"temperature": ctx.temperature, "max_tokens": ctx.max_tokens, "seed": ctx.seed},
         )
         latency = time.perf_counter() - started
-        messages = [{"role": "user", "text": task.prompt}] + [message_record(m) for m in response.messages]
+        messages = [Message(role="user", content=task.prompt).record()] + [message_record(m) for m in response.messages]
         final = response.messages[-1].text if response.messages else ""
         reward = self.score(final, task)
         usage = response.usage_details or {}

@@ -77,6 +77,7 @@ def main(job_path: str) -> int:
     from trl import GRPOConfig, GRPOTrainer
 
     from harness.assets.data import load_split
+    from harness.benchmark.messages import Message
     from harness.benchmark.protocol import Episode, Task, TrainsSingleTurn
     from harness.rollout.loading import load_benchmark
     from harness.spec import load_spec
@@ -105,7 +106,10 @@ def main(job_path: str) -> int:
         task, final = by_id[task_id], _final_text(completion)
         reward = float(bench.score(final, task))
         episode = Episode(
-            task_id, reward=reward, passed=bench.passed(reward), messages=[{"role": "assistant", "text": final}]
+            task_id,
+            reward=reward,
+            passed=bench.passed(reward),
+            messages=[Message(role="assistant", content=final).record()],
         )
         return episode, task
 
