@@ -4,8 +4,10 @@ per second, from one GPU machine.
 Two arms, one after the other on the same GPU:
 
 * **harness**: ``harness run math --profile speed-h200 --skip-baseline`` (the tuned H200 recipe for 6 GRPO
-  steps, no validation; a short evaluation after it that this script does not time). The benchmark's own Agent
-  Framework agent runs in the harness's agent loop, with the MCP calculator, every LLM call traced to tokens.
+  steps, no validation), stopped with Ctrl-C's signal once it prints that training is done: its evaluation is
+  not what is compared, and the run folder keeps the training metrics (the run is left resumable, with no row).
+  The benchmark's own Agent Framework agent runs in the harness's agent loop, with the MCP calculator, every LLM
+  call traced to tokens.
 * **verl**: ``verl.trainer.main_ppo`` with the same VERL configuration (written by the harness arm:
   ``train/verl-config.json``: model, batch, group size, lengths, learning rate, seed, steps, checkpoint at the end),
   changed only where the agent is: verl's own multi-turn ``tool_agent`` loop with the hermes tool parser, the
@@ -32,6 +34,7 @@ import copy
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -44,29 +47,44 @@ NATIVE = Path(__file__).resolve().parent / "verl_native"
 sys.path.insert(0, str(REPO))
 
 RUN_ID = re.compile(r"\brun (math-\d{8}T\d{6}Z-[0-9a-f]{6})\b")
+TRAINED = re.compile(r"^\s*trained \d+ steps in ", re.M)
+"""The harness's line once training is done (its reporter's ``TrainingDone``)."""
 
 
 def artifacts() -> Path:
     return Path(os.environ.get("HARNESS_ARTIFACTS", REPO / "artifacts"))
 
 
-def run_logged(cmd: list[str], log: Path, label: str) -> tuple[int, float, str]:
-    """Run ``cmd`` with its output to ``log`` and a line on the terminal every minute; (exit status, wall s, text)."""
+def run_logged(cmd: list[str], log: Path, label: str, stop_at: re.Pattern[str] | None = None) -> tuple[int, float, str]:
+    """Run ``cmd`` with its output to ``log`` and a line on the terminal every minute; (exit status, wall s, text).
+
+    With ``stop_at``: once the log matches it, the command gets SIGINT (the harness stops its children and exits)
+    and its exit status is reported as 0."""
     start = time.monotonic()
+    stopped = False
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
         while proc.poll() is None:
             time.sleep(5)
             if int(time.monotonic() - start) % 60 < 5:
                 print(f"  {label}: {time.monotonic() - start:.0f} s, log {log}", flush=True)
-    return proc.returncode, time.monotonic() - start, log.read_text(errors="replace")
+            if stop_at and not stopped and stop_at.search(log.read_text(errors="replace")):
+                print(f"  {label}: done at {time.monotonic() - start:.0f} s; stopping it", flush=True)
+                proc.send_signal(signal.SIGINT)
+                stopped = True
+                try:
+                    proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    return 0 if stopped else proc.returncode, time.monotonic() - start, log.read_text(errors="replace")
 
 
 def harness_arm(profile: str, seed: int, out: Path) -> str:
     cmd = [sys.executable, "-m", "harness.cli", "run", "math", "--profile", profile, "--seed", str(seed)]
     cmd += ["--skip-baseline", "--limit", "2", "--trials", "1", "--backend", "local"]
     print("harness arm:", " ".join(cmd[1:]), flush=True)
-    code, wall, text = run_logged(cmd, out / "harness-arm.log", "harness arm")
+    code, wall, text = run_logged(cmd, out / "harness-arm.log", "harness arm", stop_at=TRAINED)
     found = RUN_ID.search(text)
     if code != 0 or not found:
         sys.exit(f"verl_speed: the harness arm failed (exit {code}); its log: {out / 'harness-arm.log'}")

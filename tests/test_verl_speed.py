@@ -1,4 +1,5 @@
-"""bench/verl_speed.py's arithmetic: which steps are timed, rollout tokens per second, and the ratios' direction."""
+"""bench/verl_speed.py: which steps are timed, rollout tokens per second, the ratios' direction, and stopping the
+harness arm once it has trained."""
 
 from __future__ import annotations
 
@@ -53,3 +54,33 @@ def test_the_ratios_read_the_same_way_above_one_when_the_harness_is_faster(tmp_p
     assert "| rollout tokens / s | 1024 | 512 | 2.00 (harness / verl) |" in text
     assert "| s / step | 10.0 | 20.0 | 2.00 (verl / harness) |" in text
     assert "| `timing_s/gen` | 5.00 | 10.00 |" in text
+
+
+def test_the_harness_arm_is_stopped_with_sigint_once_training_is_done(tmp_path: Path) -> None:
+    """A real child that prints the harness's line and then waits: it gets SIGINT (and records that it did), and
+    the arm counts as finished; without the line the child's own exit status stands."""
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import pathlib, signal, sys, time\n"
+        "def stop(*_):\n"
+        f"    pathlib.Path({str(tmp_path / 'got-sigint')!r}).write_text('yes')\n"
+        "    sys.exit(130)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        "print('run math-20261207T000000Z-abcdef  benchmark=math', flush=True)\n"
+        "print('  trained 6 steps in 151 s; checkpoint 0123456789ab', flush=True)\n"
+        "time.sleep(60)\n"
+        "sys.exit(3)\n"
+    )
+    code, wall, text = verl_speed.run_logged(
+        [sys.executable, str(child)], tmp_path / "arm.log", "arm", stop_at=verl_speed.TRAINED
+    )
+    assert code == 0 and wall < 50
+    assert (tmp_path / "got-sigint").read_text() == "yes"
+    assert verl_speed.RUN_ID.search(text).group(1) == "math-20261207T000000Z-abcdef"
+
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text("import sys\nprint('  training step 3', flush=True)\nsys.exit(3)\n")
+    code, _, _ = verl_speed.run_logged(
+        [sys.executable, str(quiet)], tmp_path / "q.log", "q", stop_at=verl_speed.TRAINED
+    )
+    assert code == 3
