@@ -53,7 +53,7 @@ def one_pass(bench: Any, tasks: list[Any], base_url: str, model: str, spec: Any,
 
 
 def answers(episodes: Any) -> dict[str, str]:
-    return {e.task_id: (e.messages[-1].get("text", "") if e.messages else "") for e in episodes}
+    return {e.task_id: e.final_text for e in episodes}
 
 
 def main() -> None:

@@ -47,8 +47,8 @@ def test_agent_episode_against_served_model(smoke_model: Path, tmp_path: Path) -
     assert [e.task_id for e in episodes] == [t.id for t in tasks]
     for ep in episodes:
         assert ep.error_kind == "", ep.error
-        assert ep.messages[0]["role"] == "user"
-        assert any(m["role"] == "assistant" for m in ep.messages)
+        assert ep.messages[0].role == "user"
+        assert any(m.role == "assistant" for m in ep.messages)
         assert ep.prompt_tokens > 0 and ep.completion_tokens > 0
         assert ep.latency_s > 0
         assert ep.reward in (0.0, 1.0)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.assets.data import load_split
-from harness.benchmark import Episode, Task, TrainsSingleTurn, load_module
+from harness.benchmark import Episode, MessageRecord, Task, TrainsSingleTurn, load_module
 from harness.rollout.loading import open_benchmark
 from harness.spec import load_spec
 from support import REPO
@@ -52,7 +52,7 @@ def test_reward_format_and_partial_credit(cache: Path) -> None:
     assert isinstance(bench, TrainsSingleTurn)
 
     def terms(text: str) -> dict[str, float]:
-        return bench.shaping(Episode("t", 0, messages=[{"role": "assistant", "text": text}]), task)
+        return bench.shaping(Episode(task_id="t", messages=[MessageRecord(role="assistant", text=text)]), task)
 
     assert terms("5 + 3 = 9") == {"format_reward": 1.0, "partial_credit": 0.5}
     assert terms("The answer is 8") == {"format_reward": 0.0, "partial_credit": 0.0}

@@ -37,7 +37,7 @@ def test_optional_hooks_have_defaults() -> None:
             return []
 
         async def rollout(self, task: Task, ctx: object) -> Episode:
-            return Episode(task.id, 0)
+            return Episode(task_id=task.id)
 
     assert not issubclass(Minimal, TrainsSingleTurn) and not issubclass(Minimal, WritesNativeResults)
     assert Minimal.shaping_terms == ()
@@ -48,7 +48,7 @@ def test_optional_hooks_have_defaults() -> None:
 
     assert asyncio.run(resources()) is None
     bench = Minimal(load_spec(MATH_SPEC), MATH_SPEC.parent)
-    assert bench.shaping(Episode("t", 0), Task("t", "p", "a")) == {}
+    assert bench.shaping(Episode(task_id="t"), Task("t", "p", "a")) == {}
     assert bench.name == "math"  # the spec's, which is the folder's
 
 
@@ -73,7 +73,7 @@ def test_registry_takes_only_benchmarks_and_refuses_a_second_class_in_one_module
                 return []
 
             async def rollout(self, task: Task, ctx: object) -> Episode:
-                return Episode(task.id, 0)
+                return Episode(task_id=task.id)
 
         return Same
 
@@ -230,7 +230,7 @@ def test_a_single_turn_rollout_records_messages_as_before() -> None:
     system = spec.agent.instructions
     assert sent["messages"] == [{"role": "system", "content": system}, {"role": "user", "content": "What is 2 + 3?"}]
     assert (sent["seed"], sent["max_tokens"], sent["timeout"]) == (3, 16, 5.0)
-    assert episode.messages == [
+    assert [m.model_dump() for m in episode.messages] == [
         {"role": "system", "text": system},
         {"role": "user", "text": "What is 2 + 3?"},
         {"role": "assistant", "text": "2 + 3 = 5"},

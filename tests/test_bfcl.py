@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from harness.assets.data import load_split
-from harness.benchmark import Episode, RolloutContext, Task
+from harness.benchmark import Episode, MessageRecord, RolloutContext, Task
 from harness.paths import env_python
 from harness.rollout.loading import open_benchmark
 
@@ -166,7 +166,7 @@ def test_right_and_wrong_replies_get_bfcls_verdicts(bench: Any) -> None:
     assert wrong["valid"] is False and wrong["error_type"] == "ast_decoder:decoder_failed"
 
     def episode(text: str) -> Episode:
-        return Episode(task.id, reward=0.0, passed=False, messages=[{"role": "assistant", "text": text}])
+        return Episode(task_id=task.id, reward=0.0, passed=False, messages=[MessageRecord(role="assistant", text=text)])
 
     shaped = {
         text: bench.shaping(episode(text), task)
@@ -340,8 +340,8 @@ def test_multi_turn_runs_calls_on_fresh_backends_and_checks_their_state(bench: A
     first, second = asyncio.run(two_samples())
     for episode in (first, second):
         assert episode.info["category"] == "multi_turn_base" and episode.tool_calls >= 10
-        tool_results = [m for m in episode.messages if "tool_results" in m]
-        assert "moved to 'temp/final_report.pdf'" in tool_results[0]["tool_results"][2]
+        tool_results = [m.tool_results for m in episode.messages if m.tool_results]
+        assert "moved to 'temp/final_report.pdf'" in tool_results[0][2]
     # BFCL's own verdict for this ground truth (its decoder drops the positional argument of sort('...'))
     assert first.passed == second.passed and first.info["error_type"] == second.info["error_type"]
     wrong = truth_replies(task)

@@ -58,9 +58,9 @@ class Broken(Benchmark):
             except asyncio.CancelledError:
                 EVENTS.append(f"{task.id} cancelled")
                 raise
-            return Episode(task.id, 0, reward=1.0, passed=True)
+            return Episode(task_id=task.id, reward=1.0, passed=True)
         if task.id == "ok":
-            return Episode(task.id, 0, reward=1.0, passed=True)
+            return Episode(task_id=task.id, reward=1.0, passed=True)
         if task.id == "library":  # the agent library gives up on the model's output
             run_agent("not a tool call")
         if task.id == "agent-failure":
@@ -69,7 +69,7 @@ class Broken(Benchmark):
             json.loads("{")
         if task.id == "spec":
             raise SpecError("broken: the run lacks something the benchmark needs")
-        return Episode(task.id, 0, reward={}["score"])  # a bug: the benchmark's own KeyError
+        return Episode(task_id=task.id, reward={}["score"])  # a bug: the benchmark's own KeyError
 """
 
 LIBRARY = """

@@ -11,7 +11,6 @@ benchmark that cannot train under verl fails here, not on a GPU machine.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +151,6 @@ def test_verl_rollout_path_runs_each_benchmark(
     assert result.passed == result.episode.passed
     if benchmark == "tau2":
         # the simulator spoke: user turns in the conversation beyond τ²'s opening, none of them trained
-        users = [m for m in result.episode.messages if m.get("role") == "user"]
-        assert len(users) >= 1, json.dumps(result.episode.messages)[:2000]
+        users = [m for m in result.episode.messages if m.role == "user"]
+        assert len(users) >= 1, result.episode.model_dump_json(include={"messages"})[:2000]
         assert "reward_info" in result.episode.info  # τ²'s own evaluator scored it

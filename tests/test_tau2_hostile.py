@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from harness.assets.data import load_split
-from harness.benchmark.protocol import Benchmark, Episode, Task
+from harness.benchmark import Benchmark, Episode, Task, ToolResultRecord
 from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import open_benchmark
 from harness.rollout.records import finished
@@ -104,7 +104,7 @@ def tau2_answer(name: str, arguments: dict[str, Any]) -> str:
 
 
 def tool_results(episode: Episode) -> list[str]:
-    return [r["result"] for m in episode.messages for r in m.get("tool_results", [])]
+    return [r.result for m in episode.messages for r in m.tool_results if isinstance(r, ToolResultRecord)]
 
 
 def test_hostile_replies_fail_their_conversation_and_the_run_completes(airline: Any, tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def test_hostile_replies_fail_their_conversation_and_the_run_completes(airline: 
         assert not episode.error_kind, (name, episode.error)
         assert episode.reward == 0.0 and episode.info["termination_reason"] == "user_stop", name
         assert episode.info["reward_info"]["db_check"]["db_match"] is False, name
-        assert episode.final_text == "###STOP###" and episode.messages[-2]["text"] == GIVE_UP, name
+        assert episode.final_text == "###STOP###" and episode.messages[-2].text == GIVE_UP, name
         (result,) = tool_results(episode)
         # the call as τ²'s evaluator replays it (arguments that are not JSON are recorded as {"raw": text})
         (call,) = [c for m in episode.info["tau2_messages"] for c in m.get("tool_calls") or []]
@@ -148,5 +148,5 @@ def test_a_50_mb_message_the_simulator_reads_is_scored(airline: Any, tmp_path: P
     (episode,) = run(bench, task, hostile_policy(task, ["x" * BIG]), user_reply([task]), 1, tmp_path / "r.jsonl")
     assert not episode.error_kind, episode.error
     assert episode.reward == 0.0 and episode.info["termination_reason"] == "user_stop"
-    assert len(episode.messages[2]["text"]) == BIG and episode.final_text == "###STOP###"
+    assert len(episode.messages[2].text) == BIG and episode.final_text == "###STOP###"
     assert finished(tmp_path / "r.jsonl")[(TASK, 0)].reward == 0.0

@@ -123,7 +123,7 @@ def test_the_oracle_scores_1_on_every_task(oracle: Any, tmp_path: Path) -> None:
         criteria = expected[episode.task_id]
         actions = criteria.actions or []
         assert episode.tool_calls == sum(a.requestor == "assistant" for a in actions), episode.task_id
-        by_user = [c for m in episode.messages if m["role"] == "user" for c in m.get("tool_calls", [])]
+        by_user = [c for m in episode.messages if m.role == "user" for c in m.tool_calls]
         assert len(by_user) == sum(a.requestor == "user" for a in actions), episode.task_id
         info = episode.info["reward_info"]
         assert info["reward_breakdown"] == {b.value: 1.0 for b in criteria.reward_basis}, (episode.task_id, info)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from harness.assets.data import load_split
-from harness.benchmark import load_module
+from harness.benchmark import MessageRecord, ToolResultRecord, load_module
 from harness.rollout.loading import open_benchmark
 from support import REPO
 from support_tau2 import ScriptedEndpoint, oracle_reply, tau2_task, user_reply
@@ -254,11 +254,11 @@ def test_the_conversation_records_the_users_calls_as_the_users(telecom: Any) -> 
         conversation = asyncio.run(runner.run(tau2_task(task), *clients))
     assert runner.termination_reason.value == "user_stop"
     records = [message_record(m) for m in conversation]
-    user_calls = {c["call_id"] for m in records if m["role"] == "user" for c in m.get("tool_calls", [])}
+    user_calls = {c.call_id for m in records if m.role == "user" for c in m.tool_calls}
     assert len(user_calls) == sum(a.requestor == "user" for a in tau2_task(task).evaluation_criteria.actions) > 0
     for i, m in enumerate(records):
-        if m["role"] == "user" and m.get("tool_calls"):
-            assert [r["call_id"] for r in records[i + 1]["tool_results"]] == [c["call_id"] for c in m["tool_calls"]]
+        if m.role == "user" and m.tool_calls:
+            assert [_call_id(r) for r in records[i + 1].tool_results] == [c.call_id for c in m.tool_calls]
     history = runner._assistant_executor._session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID]["messages"]
     lab_view = [message_record(m) for m in [conversation[0], *history, *runner._final_user_message]]
     assert [m for m in records if not _users_own(m, user_calls)] == lab_view
@@ -268,11 +268,16 @@ def test_the_conversation_records_the_users_calls_as_the_users(telecom: Any) -> 
     assert {c["id"] for c in calls} == user_calls and all(c["requestor"] == "user" for c in calls)
 
 
-def _users_own(record: dict[str, Any], user_calls: set[str]) -> bool:
+def _users_own(record: MessageRecord, user_calls: set[str | None]) -> bool:
     """A record of the user's tool call(s) or of their results."""
-    if record["role"] == "user":
-        return bool(record.get("tool_calls"))
-    return any(r["call_id"] in user_calls for r in record.get("tool_results", []))
+    if record.role == "user":
+        return bool(record.tool_calls)
+    return any(_call_id(r) in user_calls for r in record.tool_results)
+
+
+def _call_id(result: ToolResultRecord | str) -> str | None:
+    """The id of the call a recorded result answers (None for a result recorded as text only)."""
+    return result.call_id if isinstance(result, ToolResultRecord) else None
 
 
 def test_telecom_refuses_the_transcript_framing(telecom: Any) -> None:

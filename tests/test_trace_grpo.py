@@ -97,7 +97,7 @@ def test_each_step_writes_tensorboard_scalars_the_manifest_names(
             for sample in range(n):
                 trace.add((task.id, sample), Call([1, 2], [3, 4, 5]))
                 # step 1: one of each group passes (signal); step 2: every rollout fails (no signal)
-                episodes.append(Episode(task.id, sample, reward=float(step == 1 and sample == 0)))
+                episodes.append(Episode(task_id=task.id, sample=sample, reward=float(step == 1 and sample == 0)))
         return episodes
 
     def update(self: Any, request: Any, config: Any, checkpoint: Path, triplets: Any, out: Path, step: int) -> Any:

@@ -27,6 +27,7 @@ from harness.benchmark import (
     DatasetFile,
     Episode,
     Message,
+    MessageRecord,
     RolloutContext,
     SingleTurnBenchmark,
     SpecError,
@@ -202,7 +203,7 @@ class Bfcl(SingleTurnBenchmark):
         session = _checker.Checker()
         started = time.perf_counter()
         messages = [Message(role=m["role"], content=m["content"]) for m in prepared["messages"]]
-        record: list[dict[str, Any]] = [m.record() for m in messages]
+        record: list[MessageRecord] = [m.record() for m in messages]
         replies: list[list[str]] = []
         prompt_tokens = completion_tokens = calls = 0
         info: dict[str, Any] = {"category": category_of(task.id)}
@@ -245,7 +246,7 @@ class Bfcl(SingleTurnBenchmark):
                     calls += len(ran["decoded"])
                     results = Message(role=ran["message"]["role"], content=ran["message"]["content"])
                     messages.append(results)
-                    record.append({**results.record(), "tool_results": ran["results"]})
+                    record.append(results.record(tool_results=ran["results"]))
                 if "force_quit" in info:
                     break
             answer = json.loads(task.answer)
@@ -265,7 +266,7 @@ class Bfcl(SingleTurnBenchmark):
         self,
         task: Task,
         reward: float,
-        record: list[dict[str, Any]],
+        record: list[MessageRecord],
         calls: int,
         prompt_tokens: int,
         completion_tokens: int,
@@ -277,7 +278,7 @@ class Bfcl(SingleTurnBenchmark):
             reward=reward,
             passed=self.passed(reward),
             messages=record,
-            turns=sum(1 for m in record if m["role"] == "assistant"),
+            turns=sum(1 for m in record if m.role == "assistant"),
             tool_calls=calls,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,

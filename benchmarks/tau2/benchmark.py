@@ -148,8 +148,8 @@ class Tau2Benchmark(Benchmark, WritesNativeResults):
             passed=self.passed(reward),  # τ²'s is_successful: the reward is 1 (to 1e-6)
             answer=termination,
             messages=records,
-            tool_calls=sum(len(m.get("tool_calls", [])) for m in records if m["role"] == "assistant"),  # the agent's
-            turns=sum(1 for m in records if m["role"] == "assistant"),
+            tool_calls=sum(len(m.tool_calls) for m in records if m.role == "assistant"),  # the agent's
+            turns=sum(1 for m in records if m.role == "assistant"),
             latency_s=latency,
             info={
                 "termination_reason": termination,

@@ -7,8 +7,9 @@ register_benchmark``.
 ``protocol`` (Task, RolloutContext, Episode, the Benchmark base class with its optional hooks, the capabilities a
 benchmark declares: TrainsSingleTurn, WritesNativeResults; AgentFailure), ``single_turn`` (SingleTurnBenchmark: a
 benchmark from ``prompt`` and an abstract ``score``), ``messages`` (Message with OpenAI's field names, ``complete``
-for one chat completion, the episode's message records), ``register`` (``register_benchmark`` on the harness's one
-Registry, ``load_module`` for a helper file beside the entrypoint). Re-exported here for a benchmark's use: the
+for one chat completion, the records of an episode's messages), ``transcript`` (MessageRecord, ToolCallRecord,
+ToolResultRecord: how an episode records its conversation), ``register`` (``register_benchmark`` on the harness's
+one Registry, ``load_module`` for a helper file beside the entrypoint). Re-exported here for a benchmark's use: the
 spec's types, the data helpers (``fetch_file``, ``read_jsonl``), the tool helpers (the MCP calculator, MCP schemas
 as functions, tool-server environments) and the harness's errors and paths.
 """
@@ -27,6 +28,7 @@ from harness.benchmark.protocol import (
 )
 from harness.benchmark.register import BENCHMARKS, load_module, register_benchmark
 from harness.benchmark.single_turn import SingleTurnBenchmark
+from harness.benchmark.transcript import MessageRecord, ToolCallRecord, ToolResultRecord
 from harness.errors import HarnessError, SpecError
 from harness.paths import cache_dir, env_python
 from harness.spec import BenchmarkSpec, DatasetFile
@@ -43,12 +45,15 @@ __all__ = [
     "Episode",
     "HarnessError",
     "Message",
+    "MessageRecord",
     "Reply",
     "RolloutContext",
     "SimulatorContext",
     "SingleTurnBenchmark",
     "SpecError",
     "Task",
+    "ToolCallRecord",
+    "ToolResultRecord",
     "TrainsSingleTurn",
     "WritesNativeResults",
     "cache_dir",

@@ -3,20 +3,22 @@
 :class:`Message` is what a benchmark sends (``role``, ``content``, ``tool_calls``, ``tool_call_id``, ``name``, as
 the OpenAI API spells them); :func:`complete` sends messages to the policy of a :class:`RolloutContext` with the
 spec's sampling settings and returns the reply with its tokens and time. An :class:`Episode` records each message
-as ``{"role", "text"}`` (:meth:`Message.record`, :func:`message_record` for an Agent Framework message): the
+as a :class:`~harness.benchmark.transcript.MessageRecord` (:meth:`Message.record`, :func:`message_record` for an
+Agent Framework message), written as ``{"role", "text"}`` with its tool calls and results where it has some: the
 format every recorded rollout already has.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.benchmark.protocol import RolloutContext
+from harness.benchmark.transcript import MessageRecord, ToolCallRecord, ToolResultRecord
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -37,14 +39,15 @@ class Message(BaseModel):
         """The message as the chat completions API takes it (fields left unset omitted)."""
         return self.model_dump(exclude_none=True)
 
-    def record(self) -> dict[str, Any]:
-        """The message as an :class:`Episode` records it: ``{"role", "text"}``, with ``tool_calls`` where made."""
-        out: dict[str, Any] = {"role": self.role, "text": self.content or ""}
-        if self.tool_calls:
-            out["tool_calls"] = [
-                {"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in self.tool_calls
-            ]
-        return out
+    def record(self, tool_results: Iterable[ToolResultRecord | str] = ()) -> MessageRecord:
+        """The message as an :class:`Episode` records it: role and text, with its tool calls where made, and the
+        ``tool_results`` it carries back (a message that returns calls' results in its text, as BFCL's prompt mode
+        does)."""
+        calls = [
+            ToolCallRecord(name=c["function"]["name"], arguments=c["function"]["arguments"])
+            for c in self.tool_calls or []
+        ]
+        return MessageRecord(role=self.role, text=self.content or "", tool_calls=calls, tool_results=list(tool_results))
 
 
 @dataclass(frozen=True)
@@ -86,18 +89,13 @@ async def complete(ctx: RolloutContext, messages: Sequence[Message], **options: 
     )
 
 
-def message_record(message: Any) -> dict[str, Any]:
-    """A JSON-friendly record of one Agent Framework message: role, text and tool calls/results."""
-    record: dict[str, Any] = {"role": str(message.role), "text": message.text or ""}
+def message_record(message: Any) -> MessageRecord:
+    """The record of one Agent Framework message: role, text and tool calls/results."""
     calls, results = [], []
     for content in message.contents:
         kind = getattr(content, "type", "")
         if kind == "function_call":
-            calls.append({"name": content.name, "arguments": content.arguments, "call_id": content.call_id})
+            calls.append(ToolCallRecord(name=content.name, arguments=content.arguments, call_id=content.call_id))
         elif kind == "function_result":
-            results.append({"call_id": content.call_id, "result": str(content.result)[:2000]})
-    if calls:
-        record["tool_calls"] = calls
-    if results:
-        record["tool_results"] = results
-    return record
+            results.append(ToolResultRecord(call_id=content.call_id, result=str(content.result)[:2000]))
+    return MessageRecord(role=str(message.role), text=message.text or "", tool_calls=calls, tool_results=results)

@@ -17,9 +17,9 @@ Who fills what (so a benchmark writes only its own part):
   ``openai.AsyncOpenAI`` for the served policy), ``resources`` is what :meth:`Benchmark.resources` yielded (None
   without resources), ``simulator`` is set only for a spec with a ``user_simulator``.
 - :class:`Episode`: the benchmark returns one per rollout with at least ``task_id``, ``reward`` and ``passed``
-  (:meth:`Benchmark.passed`) and the ``messages`` (``{"role": ..., "text": ...}`` dicts, plus ``tool_calls`` /
-  ``tool_results`` where there are some); the harness sets ``sample`` and ``attempts``, and ``latency_s`` when the
-  benchmark left it at 0; ``error_kind`` and ``error`` are the harness's when a rollout fails.
+  (:meth:`Benchmark.passed`) and the ``messages`` (:class:`~harness.benchmark.transcript.MessageRecord`: role and
+  text, plus tool calls / tool results where there are some); the harness sets ``sample`` and ``attempts``, and
+  ``latency_s`` when the benchmark left it at 0; ``error_kind`` and ``error`` are the harness's when a rollout fails.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.benchmark.transcript import MessageRecord
 from harness.results.store.schema import INFRA_ERROR_KINDS
 from harness.spec import BenchmarkSpec
 
@@ -84,9 +87,11 @@ class RolloutContext:
     """The run's user simulator, for a spec with ``user_simulator``; None otherwise."""
 
 
-@dataclass
-class Episode:
-    """The record of one rollout, as stored in ``rollouts-<phase>.jsonl``."""
+class Episode(BaseModel):
+    """The record of one rollout, as stored in ``rollouts-<phase>.jsonl`` (one JSON line each, read back through
+    :mod:`harness.rollout.records`). Mutable: the harness fills its fields in after the rollout."""
+
+    model_config = ConfigDict(extra="forbid")
 
     task_id: str
     sample: int = 0
@@ -96,8 +101,8 @@ class Episode:
     passed: bool = False
     answer: str | None = None
     """The answer extracted from the reply, if the benchmark has such a notion."""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    """The conversation: ``{"role", "text"}`` dicts, with ``tool_calls`` / ``tool_results`` lists where made."""
+    messages: list[MessageRecord] = Field(default_factory=list)
+    """The conversation: role and text of each message, with its tool calls / tool results where made."""
     tool_calls: int = 0
     turns: int = 0
     """Model replies in the episode."""
@@ -107,13 +112,13 @@ class Episode:
     error_kind: ErrorKind = ""
     error: str = ""
     attempts: int = 1
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = Field(default_factory=dict)
     """Benchmark-specific record (e.g. τ²'s reward breakdown and native message list)."""
 
     @property
     def final_text(self) -> str:
         """The text of the last message (the agent's final reply)."""
-        return str(self.messages[-1].get("text", "")) if self.messages else ""
+        return self.messages[-1].text if self.messages else ""
 
     @property
     def is_infra(self) -> bool:

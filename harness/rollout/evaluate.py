@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from harness import timing
-from harness.benchmark.protocol import Benchmark, Episode, RolloutContext, SimulatorContext, Task
+from harness.benchmark.protocol import Benchmark, Episode, ErrorKind, RolloutContext, SimulatorContext, Task
 from harness.rollout.blame import blame, code_error
 from harness.rollout.records import finished, to_line
 from harness.rollout.toolcalls import JsonToolCallTransport
@@ -68,7 +68,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def classify_error(exc: BaseException) -> str:
+def classify_error(exc: BaseException) -> ErrorKind:
     """``infra`` for server/transport failures, ``timeout`` for timeouts, ``agent`` for everything else."""
     import openai
 
@@ -134,7 +134,7 @@ async def _run_one(
             last = Episode(
                 task_id=task.id,
                 sample=sample,
-                error_kind=kind,  # type: ignore[arg-type]
+                error_kind=kind,
                 error=_one_line(exc),
                 latency_s=time.perf_counter() - started,
                 attempts=attempts,

@@ -4,21 +4,19 @@ and a resumed run reads back a phase that an earlier attempt finished."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 from harness.benchmark.protocol import Episode, Task
 from harness.errors import HarnessError
 
-_FIELDS = frozenset(f.name for f in dataclasses.fields(Episode))
 Key = tuple[str, int]
 
 
 def to_line(episode: Episode) -> str:
     """One record as a JSON line: text as it is, or escaped where it cannot be UTF-8 (a lone surrogate in a model's
     reply would otherwise stop the run when the line is written); both read back the same."""
-    record = dataclasses.asdict(episode)
+    record = episode.model_dump()
     line = json.dumps(record, ensure_ascii=False)
     try:
         line.encode("utf-8")
@@ -39,7 +37,7 @@ def read_records(path: Path) -> dict[Key, Episode]:
                 raw = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            episode = Episode(**{k: v for k, v in raw.items() if k in _FIELDS})
+            episode = Episode.model_validate({k: v for k, v in raw.items() if k in Episode.model_fields})
             out[(episode.task_id, episode.sample)] = episode
     return out
 

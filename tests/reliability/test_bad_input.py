@@ -514,13 +514,13 @@ TRUTHS = st.one_of(
 def test_fuzz_answer_parser_through_the_benchmark(math_bench: Any, completion: str, truth: str) -> None:
     """What the trainer and the evaluation call on model text: the task reward, the format check and the partial
     credit; all total functions with bounded values and time, for any text and any recorded answer."""
-    from harness.benchmark.protocol import Episode, Task
+    from harness.benchmark import Episode, MessageRecord, Task
 
     task = Task(id="t", prompt="q", answer=truth)
     FIGURES.add("fuzzed model answers scored")
     start = time.perf_counter()
     assert math_bench.score(completion, task) in (0.0, 1.0)
-    terms = math_bench.shaping(Episode("t", 0, messages=[{"role": "assistant", "text": completion}]), task)
+    terms = math_bench.shaping(Episode(task_id="t", messages=[MessageRecord(role="assistant", text=completion)]), task)
     assert set(terms) == set(math_bench.shaping_terms) and terms["format_reward"] in (0.0, 1.0)
     credit = terms["partial_credit"]
     assert 0.0 <= credit <= 1.0 and math.isfinite(credit)

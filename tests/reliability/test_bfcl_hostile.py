@@ -126,7 +126,7 @@ def test_multi_turn_hostile_replies_fail_their_sample_and_never_run(
             assert episode.error_kind == "agent" and "surrogates not allowed" in episode.error, (name, episode.error)
             continue
         assert not episode.error_kind, (name, episode.error, episode.info)
-        results = [r for m in episode.messages for r in m.get("tool_results", [])]
+        results = [r for m in episode.messages for r in m.tool_results if isinstance(r, str)]
         if outcome == "refused":
             assert episode.info["failure"] == "refused" and episode.info["refused"], (name, episode.info)
         elif outcome == "checker":
@@ -275,7 +275,7 @@ def test_the_manifest_counts_the_samples_the_benchmark_failed_itself() -> None:
     from harness.run.state import summarize
 
     def episode(sample: int, **info: Any) -> Episode:
-        return Episode("t", sample=sample, reward=0.0, passed=False, info=info)
+        return Episode(task_id="t", sample=sample, reward=0.0, passed=False, info=info)
 
     summary = summarize([episode(0, failure="refused"), episode(1, failure="checker"), episode(2), episode(3)])
     assert summary.failures == {"checker": 1, "refused": 1} and summary.n_scored == 4

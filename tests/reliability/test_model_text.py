@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from harness.benchmark.protocol import Task
+from harness.benchmark import Task, ToolResultRecord
 from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import load_benchmark
 from harness.spec import load_spec
@@ -106,12 +106,12 @@ def test_hostile_tool_arguments_and_answers_run_nothing(tmp_path: Path) -> None:
     for ep, expression in zip(episodes, expressions, strict=False):
         assert ep.error_kind == "", (expression[:60], ep.error)
         assert ep.reward == 0.0 and not ep.passed
-        results = [r["result"] for m in ep.messages for r in m.get("tool_results", [])]
+        results = [r.result for m in ep.messages for r in m.tool_results if isinstance(r, ToolResultRecord)]
         assert len(results) == 1, ep.messages
         # an error, or (for a string literal) the literal itself: data in, data out
         assert "rror" in results[0] or results[0] == _literal(expression), (expression[:60], results[0][:200])
     # the calculator still answers after the hostile calls, and the scored answer is data, not code
-    assert [r["result"] for m in last.messages for r in m.get("tool_results", [])] == ["5"]
+    assert [r.result for m in last.messages for r in m.tool_results if isinstance(r, ToolResultRecord)] == ["5"]
     # each runaway expression costs at most its CPU limit, not minutes
     assert elapsed < 10 * CALL_CPU_LIMIT_S + 60, elapsed
 

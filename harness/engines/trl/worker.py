@@ -106,7 +106,7 @@ def main(job_path: str) -> int:
         task, final = by_id[task_id], _final_text(completion)
         reward = float(bench.score(final, task))
         episode = Episode(
-            task_id,
+            task_id=task_id,
             reward=reward,
             passed=bench.passed(reward),
             messages=[Message(role="assistant", content=final).record()],
