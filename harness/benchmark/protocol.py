@@ -39,6 +39,8 @@ from harness.spec import BenchmarkSpec
 
 ErrorKind = Literal["", "infra", "timeout", "agent"]
 PASS_TOLERANCE = 1e-6
+EPISODE_VERSION = 1
+"""The format of an :class:`Episode` as a line of ``rollouts-<phase>.jsonl`` (its ``schema_version``)."""
 
 
 class AgentFailure(Exception):
@@ -93,6 +95,8 @@ class Episode(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    schema_version: Literal[1] = EPISODE_VERSION
+    """The record's format (:data:`EPISODE_VERSION`); a line written before it was recorded reads as version 1."""
     task_id: str
     sample: int = 0
     """Which sample of the task (set by the harness)."""

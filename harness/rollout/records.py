@@ -1,15 +1,23 @@
 """The rollouts JSONL of one evaluation (``rollouts-<phase>.jsonl``): one :class:`Episode` per line, appended as
 each rollout finishes. One reader serves both of its uses: an interrupted evaluation skips what is already there,
-and a resumed run reads back a phase that an earlier attempt finished."""
+and a resumed run reads back a phase that an earlier attempt finished.
+
+Each line carries its format's version (``schema_version``, :data:`~harness.benchmark.protocol.EPISODE_VERSION`)
+and is read through :class:`harness.records.Versions`: a line written before lines had a version reads as version 1,
+a newer one is refused. A line that is not JSON (or not UTF-8) is one a crash cut off, and is skipped; a JSON line
+that is not a valid record is a one-line error naming the file and the line.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from harness.benchmark.protocol import Episode, Task
+from harness.benchmark.protocol import EPISODE_VERSION, Episode, Task
 from harness.errors import HarnessError
+from harness.records import Versions
 
+VERSIONS = Versions("rollout record", EPISODE_VERSION, unversioned=1)
 Key = tuple[str, int]
 
 
@@ -27,17 +35,17 @@ def to_line(episode: Episode) -> str:
 
 def read_records(path: Path) -> dict[Key, Episode]:
     """The last record of each (task, sample) in ``path`` (none when it does not exist); a line cut by a crash is
-    skipped."""
+    skipped, any other line that is not a valid record is a one-line error naming ``path`` and the line."""
     out: dict[Key, Episode] = {}
     if not path.exists():
         return out
-    with path.open(encoding="utf-8") as f:
-        for line in f:
+    with path.open("rb") as f:
+        for number, line in enumerate(f, start=1):
             try:
-                raw = json.loads(line)
-            except json.JSONDecodeError:
+                raw = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
                 continue
-            episode = Episode.model_validate({k: v for k, v in raw.items() if k in Episode.model_fields})
+            episode = VERSIONS.parse(raw, Episode, f"{path}:{number}")
             out[(episode.task_id, episode.sample)] = episode
     return out
 
