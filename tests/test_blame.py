@@ -69,6 +69,8 @@ class Broken(Benchmark):
             json.loads("{")
         if task.id == "spec":
             raise SpecError("broken: the run lacks something the benchmark needs")
+        if task.id == "record":  # a bug: the harness's record takes the answer as text
+            return Episode(task_id=task.id, answer=5)
         return Episode(task_id=task.id, reward={}["score"])  # a bug: the benchmark's own KeyError
 """
 
@@ -131,7 +133,11 @@ def line_of(code: str) -> int:
 
 @pytest.mark.parametrize(
     ("task", "error", "code"),
-    [("bug", "KeyError: 'score'", '{}["score"]'), ("stdlib", "JSONDecodeError", "json.loads(")],
+    [
+        ("bug", "KeyError: 'score'", '{}["score"]'),
+        ("stdlib", "JSONDecodeError", "json.loads("),
+        ("record", "ValidationError: Episode: answer: Input should be a valid string (got 5)", "answer=5"),
+    ],
 )
 def test_the_benchmarks_own_exception_fails_the_run_naming_file_and_line(
     broken: object, tmp_path: Path, task: str, error: str, code: str

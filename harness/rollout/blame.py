@@ -13,7 +13,9 @@ behalf. A benchmark that means an agent failure from its own code raises :class:
 
 The rule cannot tell a library rejecting the agent's output from a library rejecting the benchmark's own input (a
 pydantic model built from a malformed task row): both count as the agent's. Validate task data in ``tasks()``,
-where an exception stops the run before any rollout.
+where an exception stops the run before any rollout. The harness's own records are the exception: where pydantic
+refuses a value for one of them (an :class:`~harness.benchmark.Episode` with an unknown field, or an answer that is
+not text), the raise site is the code that built the record, so the bug is the benchmark's.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ import sysconfig
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Literal
+
+from pydantic import BaseModel, ValidationError
 
 from harness.benchmark.protocol import AgentFailure
 from harness.errors import HarnessError, RunFailure
+from harness.records import first_error
 
 _HARNESS_ROOT = Path(__file__).resolve().parent
 _STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
@@ -63,8 +68,18 @@ def _is_ours(path: Path, module: str, folder: Path | None) -> bool:
     return folder is not None and path.is_relative_to(folder)
 
 
+def _builds_harness_record(frame: FrameType, module: str) -> bool:
+    """A frame of pydantic building (or validating) one of the harness's own models."""
+    if module != "pydantic" and not module.startswith("pydantic."):
+        return False
+    target = frame.f_locals.get("self", frame.f_locals.get("cls"))
+    model = target if isinstance(target, type) else type(target)
+    return issubclass(model, BaseModel) and model.__module__.startswith("harness.")
+
+
 def raise_site(exc: BaseException, folder: Path | None = None) -> RaiseSite | None:
-    """The innermost frame of ``exc``'s traceback outside the standard library, or None without one."""
+    """The innermost frame of ``exc``'s traceback outside the standard library (and outside pydantic where it
+    builds one of the harness's records), or None without one."""
     folder = folder.resolve() if folder is not None else None
     frames: list[tuple[TracebackType, Path, str]] = []
     tb = exc.__traceback__
@@ -77,7 +92,7 @@ def raise_site(exc: BaseException, folder: Path | None = None) -> RaiseSite | No
         frames.append((tb, path, module))
         tb = tb.tb_next
     for tb, path, module in reversed(frames):
-        if _is_stdlib(path, module):
+        if _is_stdlib(path, module) or _builds_harness_record(tb.tb_frame, module):
             continue
         return RaiseSite(str(path), tb.tb_lineno, tb.tb_frame.f_code.co_name, _is_ours(path, module, folder))
     return None
@@ -98,7 +113,10 @@ def code_error(exc: BaseException, folder: Path | None, where: str, log: Path | 
     if isinstance(exc, HarnessError):
         return exc
     site = raise_site(exc, folder)
-    text = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    if isinstance(exc, ValidationError):
+        text = f"ValidationError: {exc.title}: {first_error(exc, show_input=True)}"[:200]
+    else:
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
     at = ""
     if site is not None:
         shown = Path(site.file)
