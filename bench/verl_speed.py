@@ -24,7 +24,10 @@ differ: tokens per second is the fairer figure).
 
 Run on a GPU machine with the GPU set installed (``scripts/gpu-install.sh``):
 ``python bench/verl_speed.py [--profile speed-h200] [--seed 0] [--harness-run RUN_ID]`` (``--harness-run`` reuses a
-finished harness arm). Writes ``bench/results/verl-speed-<time>.md`` and ``.json``.
+finished harness arm). Writes ``bench/results/verl-speed-<time>.md`` and ``.json``. ``--verl-only`` runs the verl
+arm alone, its configuration built as the harness's verl worker builds it (:func:`harness_config`), and writes its
+figures to ``artifacts/verl-speed-<time>/verl-only.json``: a check that the arm runs and how long it takes, never a
+comparison (that needs both arms on one machine).
 """
 
 from __future__ import annotations
@@ -90,6 +93,48 @@ def harness_arm(profile: str, seed: int, out: Path) -> str:
         sys.exit(f"verl_speed: the harness arm failed (exit {code}); its log: {out / 'harness-arm.log'}")
     print(f"harness arm: {found.group(1)} in {wall:.0f} s", flush=True)
     return found.group(1)
+
+
+def harness_config(profile: str, seed: int, model_path: str, train: Path) -> tuple[dict[str, Any], Path]:
+    """The harness arm's VERL configuration and training parquet, written as the harness's verl worker writes them
+    (its ``write_data`` and ``verl_run_config``), for ``model_path``, without training."""
+    from harness.engines.jobs import VerlJob
+    from harness.engines.verl.engine import VerlConfig, verl_run_config
+    from harness.engines.verl.worker import write_data
+    from harness.spec import load_spec
+
+    spec_path = REPO / "benchmarks" / "math" / "spec.yaml"
+    spec = load_spec(spec_path, profile)
+    assert spec.training is not None
+    config = VerlConfig.model_validate(spec.training.config)
+    job = VerlJob(
+        benchmark=spec.name, profile=profile, spec_path=spec_path, base_model=model_path, output_dir=train, seed=seed
+    )
+    train_file, _, _ = write_data(job, config, train)
+    cfg = verl_run_config(
+        config,
+        model_path=model_path,
+        train_file=str(train_file),
+        val_file=None,
+        output_dir=train,
+        agent_loop_config=str(train / "agent-loops.yaml"),
+        seed=seed,
+        ray_address=None,
+        env_vars={"TOKENIZERS_PARALLELISM": "false"},
+    )
+    return cfg, train_file
+
+
+def prepared_model(profile: str) -> str:
+    """The profile's model checkpoint and data, fetched and prepared as ``harness prepare`` does (cached)."""
+    from harness.assets.data import fetch_split
+    from harness.assets.models import prepare_model
+    from harness.spec import load_spec
+
+    spec = load_spec(REPO / "benchmarks" / "math" / "spec.yaml", profile)
+    for split in spec.dataset.splits:
+        fetch_split(spec.dataset, split, None)
+    return str(prepare_model(spec.model))
 
 
 def native_rows(parquet: Path, instructions: str) -> list[dict[str, Any]]:
@@ -234,6 +279,7 @@ def main() -> int:
     parser.add_argument("--profile", default="speed-h200")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--harness-run", help="reuse this finished harness arm")
+    parser.add_argument("--verl-only", action="store_true", help="run the verl arm alone (a check, no comparison)")
     args = parser.parse_args()
 
     from harness.spec import load_spec
@@ -244,16 +290,21 @@ def main() -> int:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = artifacts() / f"verl-speed-{stamp}"
     (out / "native").mkdir(parents=True)
-    run_id = args.harness_run or harness_arm(args.profile, args.seed, out)
-    train = artifacts() / "runs" / run_id / "train"
-    harness_config = json.loads((train / "verl-config.json").read_text())
+    if args.verl_only:
+        print("verl arm alone: preparing the model and the harness arm's configuration", flush=True)
+        run_id = "none (--verl-only)"
+        model = prepared_model(args.profile)
+        harness_cfg, train_parquet = harness_config(args.profile, args.seed, model, out / "train")
+    else:
+        run_id = args.harness_run or harness_arm(args.profile, args.seed, out)
+        train = artifacts() / "runs" / run_id / "train"
+        harness_cfg = json.loads((train / "verl-config.json").read_text())
+        train_parquet = train / "data" / "train.parquet"
 
     import pandas as pd
 
-    pd.DataFrame(native_rows(train / "data" / "train.parquet", spec.agent.instructions)).to_parquet(
-        out / "native" / "train.parquet"
-    )
-    config = native_config(harness_config, out, spec.agent.max_turns)
+    pd.DataFrame(native_rows(train_parquet, spec.agent.instructions)).to_parquet(out / "native" / "train.parquet")
+    config = native_config(harness_cfg, out, spec.agent.max_turns)
     config_path = out / "native" / "verl-config.json"
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     print("verl arm: verl.trainer.main_ppo with its tool_agent loop", flush=True)
@@ -262,10 +313,15 @@ def main() -> int:
         sys.exit(f"verl_speed: the verl arm failed (exit {code}); its log: {out / 'verl-arm.log'}")
     print(f"verl arm: {wall:.0f} s", flush=True)
 
-    rollout = harness_config["actor_rollout_ref"]["rollout"]
-    per_step = int(harness_config["data"]["train_batch_size"]) * int(rollout["n"])
-    h = summary(steps_of(train / "verl-metrics.jsonl"), per_step)
+    rollout = harness_cfg["actor_rollout_ref"]["rollout"]
+    per_step = int(harness_cfg["data"]["train_batch_size"]) * int(rollout["n"])
     v = summary(steps_of(out / "native" / "verl-metrics.jsonl"), per_step)
+    if args.verl_only:
+        alone = {"profile": args.profile, "seed": args.seed, "wall_s": round(wall, 1), "verl": v}
+        (out / "verl-only.json").write_text(json.dumps(alone, indent=2) + "\n")
+        print(json.dumps(alone, indent=2))
+        return 0
+    h = summary(steps_of(train / "verl-metrics.jsonl"), per_step)
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
     ).stdout.strip()

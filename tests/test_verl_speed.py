@@ -84,3 +84,19 @@ def test_the_harness_arm_is_stopped_with_sigint_once_training_is_done(tmp_path: 
         [sys.executable, str(quiet)], tmp_path / "q.log", "q", stop_at=verl_speed.TRAINED
     )
     assert code == 3
+
+
+def test_the_verl_arm_alone_gets_the_harness_arms_configuration(tmp_path: Path) -> None:
+    """``--verl-only`` builds the harness arm's configuration as the verl worker does: the speed profile's batch,
+    group size, steps and model, the 64 training tasks; the verl arm built from it swaps in verl's own agent."""
+    cfg, parquet = verl_speed.harness_config("speed-h200", 0, "/model", tmp_path / "train")
+    assert parquet.exists()
+    assert cfg["actor_rollout_ref"]["model"]["path"] == "/model"
+    assert [cfg["data"]["train_batch_size"], cfg["actor_rollout_ref"]["rollout"]["n"]] == [8, 8]
+    assert cfg["trainer"]["total_training_steps"] == 6
+    rows = verl_speed.native_rows(parquet, "Solve it.")
+    assert len(rows) == 64 and rows[0]["prompt"][0] == {"role": "system", "content": "Solve it."}
+    native = verl_speed.native_config(cfg, tmp_path, max_turns=5)
+    assert native["actor_rollout_ref"]["rollout"]["agent"]["default_agent_loop"] == "tool_agent"
+    assert native["actor_rollout_ref"]["rollout"]["multi_turn"]["max_assistant_turns"] == 5
+    assert native["data"]["train_files"] == str(tmp_path / "native" / "train.parquet")

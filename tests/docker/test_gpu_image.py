@@ -289,20 +289,13 @@ from verl.trainer.main_ppo import need_critic, need_reference_policy
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.tools.tool_registry import load_all_tools
 import verl_speed as vs
-from harness.engines.jobs import VerlJob
-from harness.engines.verl.engine import VerlConfig, verl_run_config
-from harness.engines.verl.worker import write_data
 from harness.spec import load_spec
 
 out = Path("/tmp/out")
 spec_path = "/opt/harness/benchmarks/math/spec.yaml"
 spec = load_spec(Path(spec_path), "speed-h200")
-config = VerlConfig.model_validate(spec.training.config)
-job = VerlJob(benchmark=spec.name, profile="speed-h200", spec_path=spec_path, base_model="/model",
-    output_dir=out / "train", seed=0)
-train_file, val_file, n = write_data(job, config, out / "train")
-harness = verl_run_config(config, model_path="/model", train_file=str(train_file), val_file=None,
-    output_dir=out / "train", agent_loop_config="/x.yaml", seed=0, ray_address=None, env_vars={"HARNESS_X": "1"})
+harness, train_file = vs.harness_config("speed-h200", 0, "/model", out / "train")
+n = len(pd.read_parquet(train_file))
 rows = vs.native_rows(train_file, spec.agent.instructions)
 (out / "native").mkdir()
 pd.DataFrame(rows).to_parquet(out / "native" / "train.parquet")
