@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -14,11 +15,11 @@ import pytest
 from harness.backends.base import LaunchSpec
 from harness.backends.local import LocalBackend
 from harness.engines.base import TrainRequest
-from harness.engines.child import PROGRESS_PREFIX, run_trainer
+from harness.engines.child import run_trainer
 from harness.rollout.loading import open_benchmark
 
 REPORT = (
-    f"import json, os; print({PROGRESS_PREFIX!r} + json.dumps("
+    "import json, os; print(json.dumps("
     "{'omp': os.environ.get('OMP_WAIT_POLICY'), 'spin': os.environ.get('GOMP_SPINCOUNT')}))"
 )
 HARNESS_POLICY = {"omp": "PASSIVE", "spin": "5000"}
@@ -45,8 +46,9 @@ def _trainer_policy(tmp_path: Path) -> dict[str, str | None]:
     )
     job = tmp_path / "job.json"
     job.write_text("{}")
-    records = run_trainer(request, what="test training", module="unused", job=job, mounts=())
-    return {"omp": records[0]["omp"], "spin": records[0]["spin"]}
+    assert run_trainer(request, what="test training", module="unused", job=job, mounts=()) == []
+    reported = json.loads(request.log_path.read_text().splitlines()[-1])  # the worker's stdout is in its log
+    return {"omp": reported["omp"], "spin": reported["spin"]}
 
 
 def _server_policy() -> dict[str, str | None]:

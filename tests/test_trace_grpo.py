@@ -16,6 +16,7 @@ import pytest
 from harness.benchmark.protocol import Episode
 from harness.engines.base import TrainRequest
 from harness.engines.jobs import UpdateJob
+from harness.engines.progress import ProgressRecord
 from harness.engines.trace.engine import TraceGrpoEngine, group_advantages, select_triplets
 from harness.rollout.tracing import Call, TraceStore, TracingTransport, rollout_scope
 from harness.run.record import _tensorboard_dir
@@ -86,8 +87,9 @@ def test_each_step_writes_tensorboard_scalars_the_manifest_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every step's reward mean, step time and (after an update) loss reach train/tensorboard as scalars; a step
-    without signal (equal rewards) has no update, hence no loss. The update itself is stubbed (it is
-    test_pg_worker_updates_the_real_model's)."""
+    without signal (equal rewards) has no update, hence no loss. Each step's progress record goes to the run's
+    progress and, flat, to metrics.jsonl. The update itself is stubbed (it is test_pg_worker_updates_the_real_model's).
+    """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     def collect(checkpoint: Path, batch: list[Any], n: int, temperature: float, out: Path, trace: TraceStore) -> Any:
@@ -117,9 +119,19 @@ def test_each_step_writes_tensorboard_scalars_the_manifest_names(
         log_path=tmp_path / "train.log",
         tasks=[SimpleNamespace(id=f"t{i}") for i in range(3)],
         collect=collect,
+        on_progress=lambda step, total, record: progress.append((step, total, record)),
     )
+    progress: list[tuple[int, int, ProgressRecord]] = []
     result = TraceGrpoEngine().train(request)
     assert result.steps == 2 and result.checkpoint == run_dir / "train" / "step-1"
+    assert progress == [(1, 2, result.metrics[0]), (2, 2, result.metrics[1])]
+    first, second = result.metrics
+    assert (first.step, first.loss, first.grad_norm, first.triplets, first.rollouts) == (1, 0.25, 1.5, 4, 4)
+    assert first.signal is not None and (first.signal.groups, first.signal.signal_groups) == (2, 2)
+    assert second.loss is None and second.signal is not None and second.signal.signal_groups == 0
+    lines = (run_dir / "train" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [first.flat(), second.flat()]
+    assert json.loads(lines[0])["signal_share"] == 1.0 and json.loads(lines[0])["step"] == 1.0
     assert _tensorboard_dir(run_dir) == "train/tensorboard"  # the manifest's engine.tensorboard
     curves = EventAccumulator(str(run_dir / "train" / "tensorboard"))
     curves.Reload()

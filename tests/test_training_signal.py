@@ -41,7 +41,15 @@ def test_a_group_has_a_signal_only_when_its_rewards_differ() -> None:
     # group a: mean 0.5, sd 0.5: every sample's |advantage| is 1; b and c contribute 0
     assert math.isclose(found.advantage_abs_mean, 4 / 12, rel_tol=1e-4)
     shaped = group_signal({"a": [0.1, 0.0], "b": [0.0, 0.0]}, {"a": [0.0, 0.0], "b": [0.0, 0.0]})
-    assert shaped.record()["signal_share"] == 0.5 and shaped.record()["task_signal_share"] == 0.0  # shaping only
+    assert shaped.record().signal_share == 0.5 and shaped.record().task_signal_share == 0.0  # shaping only
+    assert shaped.record().flat() == {
+        "groups": 2.0,
+        "signal_groups": 1.0,
+        "signal_share": 0.5,
+        "task_signal_share": 0.0,
+        "advantage_abs_mean": pytest.approx(0.5, abs=1e-4),
+        "rollout_reward_std": pytest.approx(0.0433, abs=1e-4),
+    }
 
 
 def test_the_expected_share_is_the_formula_and_matches_simulated_groups() -> None:

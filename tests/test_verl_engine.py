@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from harness.benchmark.protocol import Task
+from harness.engines.progress import ProgressRecord
 from harness.engines.verl.engine import VerlConfig, VerlEngine, resolve_ray_address, to_verl_dict, verl_run_config
 from harness.engines.verl.rollout import NoTrainableTokens, Trajectory, traced_rollout
 from harness.engines.verl.worker import step_record
@@ -148,8 +149,18 @@ def test_step_record_summarises_verl_metrics() -> None:
         "val-aux/math/reward/mean@1": 0.1,
     }
     record = step_record(2, data)
-    assert record == {
-        "step": 2,
+    assert record == ProgressRecord(
+        step=2,
+        reward_mean=0.25,
+        response_length_mean=117.5,
+        step_time_s=4.0,
+        tokens_total=6000.0,
+        tokens_per_s_per_gpu=1500.0,
+        val_pass_rate=0.5,
+        tokens_per_s=1500.0,
+    )
+    assert record.flat() == {
+        "step": 2.0,
         "reward_mean": 0.25,
         "response_length_mean": 117.5,
         "step_time_s": 4.0,
@@ -158,7 +169,7 @@ def test_step_record_summarises_verl_metrics() -> None:
         "val_pass_rate": 0.5,
         "tokens_per_s": 1500.0,
     }
-    assert step_record(0, {"val-core/math/acc/mean@1": 0.0}) == {"step": 0, "val_pass_rate": 0.0}
+    assert step_record(0, {"val-core/math/acc/mean@1": 0.0}) == ProgressRecord(step=0, val_pass_rate=0.0)
 
 
 def test_parse_hermes_tool_calls() -> None:

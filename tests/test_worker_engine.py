@@ -1,12 +1,13 @@
 """The skeleton every one-worker engine shares (:class:`harness.engines.base.WorkerEngine`), run for real on the
-local backend with a stand-in worker module: the job written where the worker reads it, its progress relayed, the
-checkpoint required, the steps read from ``harness-train.json``, and what an engine overrides (a resume) reaching
-the result."""
+local backend with a stand-in worker module: the job written where the worker reads it, its progress records
+relayed (a line that is not one stops it), the checkpoint required, the steps read from ``harness-train.json``, and
+what an engine overrides (a resume) reaching the result."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from harness.engines.base import JOB_FILE, TrainRequest, WorkerEngine
 from harness.engines.jobs import TrlJob
+from harness.engines.progress import ProgressRecord
 from harness.engines.trl.engine import TrlGrpoEngine
 from harness.errors import EngineError
 from harness.spec import load_spec
@@ -26,20 +28,30 @@ STANDIN = """
     import sys
     from pathlib import Path
 
-    from harness.engines.child import progress_line
     from harness.engines.jobs import TrainInfo, TrlJob
+    from harness.engines.progress import PROGRESS_PREFIX, ProgressRecord, progress_line
 
     job = TrlJob.read(Path(sys.argv[1]))
     if job.seed == 13:
         sys.exit(4)
+    if job.seed in BAD_LINES:  # a record of no version, of a newer one, a wrong value, not JSON
+        print(PROGRESS_PREFIX + BAD_LINES[job.seed], flush=True)
     for step in (1, 2):
-        print(progress_line({"step": step, "loss": 0.5 / step}), flush=True)
+        print(progress_line(ProgressRecord(step=step, loss=0.5 / step, metrics={"kl": 0.1})), flush=True)
     if job.seed != 11:  # 11: no checkpoint
         checkpoint = job.output_dir / "checkpoint"
         checkpoint.mkdir(parents=True)
         (checkpoint / "config.json").write_text("{}")
         TrainInfo(engine="standin", steps=7, seed=job.seed).write(checkpoint)
 """
+
+
+BAD_LINES = {
+    21: '{"step": 1, "loss": 0.5}',
+    22: '{"schema_version": 2, "step": 1}',
+    23: '{"schema_version": 1, "step": 1, "loss": "low"}',
+    24: '{"schema_version": 1, "step": 1, "los',
+}
 
 
 class StandinEngine(WorkerEngine[TrlJob]):
@@ -73,7 +85,7 @@ def request_for(tmp_path: Path, seed: int, progress: list[tuple[int, int]]) -> T
 def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "standin"
     folder.mkdir()
-    (folder / "standin_worker.py").write_text(textwrap.dedent(STANDIN))
+    (folder / "standin_worker.py").write_text(f"BAD_LINES = {BAD_LINES!r}\n" + textwrap.dedent(STANDIN))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(folder), str(REPO)]))
 
 
@@ -85,7 +97,14 @@ def test_the_skeleton_runs_the_worker_and_reads_what_it_wrote(tmp_path: Path) ->
     assert TrlJob.read(request.output_dir / JOB_FILE).resume_from_checkpoint == tmp_path / "earlier"
     assert result.checkpoint == request.output_dir / "checkpoint"
     assert result.steps == 7  # harness-train.json, not the count of progress records
-    assert result.metrics == [{"step": 1, "loss": 0.5}, {"step": 2, "loss": 0.25}]
+    assert result.metrics == [
+        ProgressRecord(step=1, loss=0.5, metrics={"kl": 0.1}),
+        ProgressRecord(step=2, loss=0.25, metrics={"kl": 0.1}),
+    ]
+    assert [r.flat() for r in result.metrics] == [
+        {"step": 1.0, "kl": 0.1, "loss": 0.5},
+        {"step": 2.0, "kl": 0.1, "loss": 0.25},
+    ]
     assert progress == [(1, 2), (2, 2)]
     assert result.resumed_from_step == 5 and result.wall_s > 0
 
@@ -96,6 +115,27 @@ def test_a_failed_worker_or_a_missing_checkpoint_is_one_line_naming_the_log(tmp_
         StandinEngine().train(request_for(tmp_path, 13, []))
     with pytest.raises(EngineError, match=r"standin training wrote no checkpoint at .*checkpoint; see .*train-11\.log"):
         StandinEngine().train(request_for(tmp_path, 11, []))
+
+
+@pytest.mark.usefixtures("standin")
+@pytest.mark.parametrize(
+    ("seed", "problem"),
+    [
+        (21, r"progress record: schema_version: missing required key"),
+        (22, r"progress record: written by a newer harness \(schema_version 2; .*\); update the harness"),
+        (23, r"progress record: loss: Input should be a valid number, unable to parse string as a number"),
+        (24, r"progress record is not JSON: '\{\"schema_version\": 1, \"step\": 1, \"los'"),
+    ],
+)
+def test_a_progress_line_that_is_not_a_record_is_one_line_naming_the_log(
+    tmp_path: Path, seed: int, problem: str
+) -> None:
+    progress: list[tuple[int, int]] = []
+    with pytest.raises(EngineError) as raised:
+        StandinEngine().train(request_for(tmp_path, seed, progress))
+    message = str(raised.value)
+    assert "\n" not in message and re.fullmatch(rf"standin training \(.*train-{seed}\.log\): {problem}", message)
+    assert progress == []  # nothing relayed past the bad line
 
 
 def test_trl_resumes_from_the_newest_complete_trainer_checkpoint(tmp_path: Path) -> None:

@@ -16,13 +16,14 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.benchmark.protocol import Benchmark
 from harness.engines.child import require_checkpoint, run_trainer
 from harness.engines.jobs import Job, TrainInfo, TrainJob
+from harness.engines.progress import ProgressRecord
 from harness.engines.request import Collect, TrainRequest, TrainResult
 from harness.engines.shaping import Shaping
 from harness.errors import EngineError, SpecError
@@ -94,7 +95,7 @@ class Engine(ABC):
         env: dict[str, str] | None = None,
         unset: tuple[str, ...] = (),
         total_steps: int | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ProgressRecord]:
         """Write ``job`` to ``job_path``, run :attr:`worker` on it until it exits and require the checkpoint it was to
         write at ``checkpoint``; the worker's progress records. ``what`` names the work in errors ("trl-grpo
         training", "trace-grpo update 3"); the other arguments are :func:`harness.engines.child.run_trainer`'s."""
@@ -171,7 +172,7 @@ class WorkerEngine(Engine, Generic[J]):
     def after_worker(self, request: TrainRequest) -> None:
         """After the worker wrote the checkpoint: tidy what it left that no later step needs."""
 
-    def steps(self, checkpoint: Path, records: list[dict[str, Any]]) -> int:
+    def steps(self, checkpoint: Path, records: list[ProgressRecord]) -> int:
         """The steps trained: as ``harness-train.json`` says, else one a progress record."""
         try:
             return TrainInfo.read(checkpoint).steps

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.backends import Backend
 from harness.benchmark.protocol import Benchmark, Episode, Task
+from harness.engines.progress import ProgressRecord
 from harness.rollout.tracing import TraceStore
 from harness.serving.simulator import SimulatorEndpoint
 from harness.spec import BenchmarkSpec
@@ -31,7 +32,8 @@ class TrainRequest:
     output_dir: Path
     seed: int
     log_path: Path
-    on_progress: Callable[[int, int, dict[str, float]], None] | None = None
+    on_progress: Callable[[int, int, ProgressRecord], None] | None = None
+    """``on_progress(step, total_steps, record)`` for each training step as it ends."""
     resume_from: Path | None = None
     """An earlier attempt's ``output_dir``: continue from the last checkpoint the engine saved there, if any."""
     backend: Backend | None = None
@@ -54,7 +56,8 @@ class TrainRequest:
 class TrainResult:
     checkpoint: Path
     steps: int
-    metrics: list[dict[str, float]] = field(default_factory=list)
+    metrics: list[ProgressRecord] = field(default_factory=list)
+    """The trainer's progress records, in the order it reported them."""
     wall_s: float = 0.0
     resumed_from_step: int = 0
     """The saved step training continued from (``TrainRequest.resume_from``); 0 when it started afresh."""

@@ -2,10 +2,13 @@
 
 GRPO's advantage is a sample's reward minus its group's mean (divided by the group's spread): a group whose samples
 all got the same reward contributes nothing to the update. A step where no group differs updates nothing, however
-many rollouts it ran. Every engine records, per step, from the rewards of its groups (the samples of one task):
+many rollouts it ran. Every engine records, per step, from the rewards of its groups (the samples of one task), a
+:class:`SignalRecord` (the ``signal`` of the step's :class:`~harness.engines.progress.ProgressRecord`, its fields
+beside the step's other metrics in the run's ``train_metrics``):
 
-- ``groups`` and ``signal_share``: how many groups, and the share whose *training* reward (the task's reward plus the
-  profile's shaping: what the update uses) was not the same for all samples;
+- ``groups``, ``signal_groups`` and ``signal_share``: how many groups, and how many and the share of them whose
+  *training* reward (the task's reward plus the profile's shaping: what the update uses) was not the same for all
+  samples;
 - ``task_signal_share``: the same for the task's own reward alone (what evaluation scores), so a user sees whether a
   signal comes from the task or only from the shaping;
 - ``advantage_abs_mean``: the mean absolute group-normalised advantage of the training reward (0 when no group
@@ -22,6 +25,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict
+
 EPSILON = 1e-6
 """Added to a group's spread before dividing, as GRPO implementations do."""
 
@@ -29,6 +34,23 @@ EPSILON = 1e-6
 def differs(rewards: Sequence[float]) -> bool:
     """Whether a group's rewards are not all the same (a group of one never differs)."""
     return len(rewards) > 1 and max(rewards) - min(rewards) > 1e-12
+
+
+class SignalRecord(BaseModel):
+    """The signal's fields of a step's progress record (see the module's docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    groups: int
+    signal_groups: int
+    signal_share: float
+    task_signal_share: float
+    advantage_abs_mean: float
+    rollout_reward_std: float
+
+    def flat(self) -> dict[str, float]:
+        """The fields by name, each a number as the run's ``train_metrics`` keep it."""
+        return {name: float(value) for name, value in self.model_dump().items()}
 
 
 @dataclass(frozen=True)
@@ -50,16 +72,16 @@ class GroupSignal:
     def task_share(self) -> float:
         return self.task_signal_groups / self.groups if self.groups else 0.0
 
-    def record(self) -> dict[str, float]:
-        """The step record's keys (see the module's docstring)."""
-        return {
-            "groups": float(self.groups),
-            "signal_groups": float(self.signal_groups),
-            "signal_share": round(self.share, 6),
-            "task_signal_share": round(self.task_share, 6),
-            "advantage_abs_mean": round(self.advantage_abs_mean, 6),
-            "rollout_reward_std": round(self.reward_std, 6),
-        }
+    def record(self) -> SignalRecord:
+        """The step record's fields (see the module's docstring)."""
+        return SignalRecord(
+            groups=self.groups,
+            signal_groups=self.signal_groups,
+            signal_share=round(self.share, 6),
+            task_signal_share=round(self.task_share, 6),
+            advantage_abs_mean=round(self.advantage_abs_mean, 6),
+            rollout_reward_std=round(self.reward_std, 6),
+        )
 
 
 def group_signal(training: Mapping[str, Sequence[float]], task: Mapping[str, Sequence[float]]) -> GroupSignal:
@@ -91,8 +113,8 @@ def expected_signal_share(rates: Iterable[float], n: int) -> float:
 
 
 def no_signal_line(records: Sequence[Mapping[str, float]]) -> str | None:
-    """ "no training signal: 0 of N groups had differing rewards" when the recorded steps counted groups and none
-    differed; None when some did, or nothing was counted."""
+    """ "no training signal: 0 of N groups had differing rewards" when the recorded steps (the run's
+    ``train_metrics``) counted groups and none differed; None when some did, or nothing was counted."""
     counted = [r for r in records if "groups" in r]
     if not counted:
         return None

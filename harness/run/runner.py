@@ -24,6 +24,7 @@ from harness.backends import get_backend
 from harness.backends.tools import tool_commands
 from harness.benchmark.protocol import Episode, Task, WritesNativeResults
 from harness.engines import TrainRequest, check_engine, get_engine, validate_training
+from harness.engines.progress import ProgressRecord
 from harness.engines.signal import no_signal_line
 from harness.errors import SpecError
 from harness.paths import artifacts_dir, link_policy
@@ -324,8 +325,8 @@ class Runner:
         with ui.progress(self.console) as progress:
             bar = progress.add_task(f"training ({engine.name})", total=total)
 
-            def on_progress(step: int, of: int, metrics: dict[str, float]) -> None:
-                desc = f"training ({engine.name}) reward {metrics.get('reward_mean', 0.0):.3f}"
+            def on_progress(step: int, of: int, record: ProgressRecord) -> None:
+                desc = f"training ({engine.name}) reward {record.reward_mean or 0.0:.3f}"
                 progress.update(bar, completed=step, total=of, description=desc)
 
             result = engine.train(
@@ -353,7 +354,7 @@ class Runner:
         state.checkpoint = result.checkpoint
         state.train_resumed_step = result.resumed_from_step
         state.train_steps = result.steps
-        state.train_metrics = result.metrics
+        state.train_metrics = [record.flat() for record in result.metrics]
         state.model_hash_after = checkpoint_hash(result.checkpoint)
         self.emit(events.TrainingDone(result.steps, result.wall_s, state.model_hash_after))
         return result.checkpoint

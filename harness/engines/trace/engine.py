@@ -10,8 +10,9 @@ on-policy step per batch, so the clipped ratio is 1 and the step is the plain GR
 Multi-turn, multi-agent benchmarks (τ²'s user simulator) train only the assistant: the simulator and tools talk
 to other endpoints and are never traced. A batch whose rollouts traced no call fails loudly; a batch whose
 groups all have equal rewards carries no signal and leaves the weights unchanged (recorded as such). Each step's
-metrics (reward means, loss, step time, ...) go to ``metrics.jsonl`` and, as TensorBoard scalars, to
-``<output_dir>/tensorboard/`` (the run's ``train/tensorboard/``, which the manifest names).
+progress record (:class:`~harness.engines.progress.ProgressRecord`: reward means, loss, step time, ...) goes to the
+run, and, flat, to ``metrics.jsonl`` and as TensorBoard scalars to ``<output_dir>/tensorboard/`` (the run's
+``train/tensorboard/``, which the manifest names).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import Field
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.curves import StepCurves
 from harness.engines.jobs import UpdateJob
+from harness.engines.progress import ProgressRecord
 from harness.engines.shaping import Shaping, training_reward
 from harness.engines.signal import GroupSignal, group_signal
 from harness.errors import EngineError
@@ -160,29 +162,31 @@ class TraceGrpoEngine(Engine):
             }
             advantages = group_advantages(rewards)
             triplets = select_triplets(trace, advantages, config.max_triplets, request.seed + step)
-            record: dict[str, float] = {
-                "step": float(step),
-                "reward_mean": statistics.fmean(rewards.values()),
-                "task_reward_mean": statistics.fmean(e.reward for e in scored),
-                "rollouts": float(len(scored)),
-                "infra_errors": float(len(episodes) - len(scored)),
-                "traced_calls": float(sum(len(v) for v in trace.calls.values())),
-                "triplets": float(len(triplets)),
-                "response_length_mean": statistics.fmean(
-                    len(c.completion_ids) for calls in trace.calls.values() for c in calls
-                ),
-            }
-            record.update(step_signal(rewards, {(e.task_id, e.sample): e.reward for e in scored}).record())
+            update: dict[str, Any] = {}
             if triplets:
                 out = request.output_dir / f"step-{step}"
-                record.update(self._update(request, config, checkpoint, triplets, out, step))
+                update = self._update(request, config, checkpoint, triplets, out, step)
                 checkpoint = out
-            record["step_time_s"] = round(time.monotonic() - step_start, 2)
+            record = ProgressRecord(
+                step=step,
+                reward_mean=statistics.fmean(rewards.values()),
+                task_reward_mean=statistics.fmean(e.reward for e in scored),
+                rollouts=len(scored),
+                infra_errors=len(episodes) - len(scored),
+                traced_calls=sum(len(v) for v in trace.calls.values()),
+                triplets=len(triplets),
+                response_length_mean=statistics.fmean(
+                    len(c.completion_ids) for calls in trace.calls.values() for c in calls
+                ),
+                signal=step_signal(rewards, {(e.task_id, e.sample): e.reward for e in scored}).record(),
+                step_time_s=round(time.monotonic() - step_start, 2),
+                **update,
+            )
             metrics.append(record)
             with (request.output_dir / "metrics.jsonl").open("a") as f:
-                f.write(json.dumps(record) + "\n")
+                f.write(json.dumps(record.flat()) + "\n")
             if curves is not None:
-                curves.add(step, record)
+                curves.add(step, record.flat())
             if request.on_progress is not None:
                 request.on_progress(step, config.steps, record)
         return TrainResult(checkpoint=checkpoint, steps=len(metrics), metrics=metrics, wall_s=time.monotonic() - start)
@@ -195,8 +199,9 @@ class TraceGrpoEngine(Engine):
         triplets: list[dict[str, Any]],
         out: Path,
         step: int,
-    ) -> dict[str, float]:
-        """One policy-gradient step in a child process: ``checkpoint`` + triplets -> ``out``."""
+    ) -> dict[str, Any]:
+        """One policy-gradient step in a child process: ``checkpoint`` + triplets -> ``out``; the figures the update
+        reported (its loss, gradient norm, tokens, ...), as fields of the step's record."""
         data = request.output_dir / f"triplets-step{step}.jsonl"
         data.write_text("".join(json.dumps(t) + "\n" for t in triplets))
         job = UpdateJob(
@@ -216,4 +221,6 @@ class TraceGrpoEngine(Engine):
             checkpoint=out,
             mounts=(request.output_dir, checkpoint),
         )
-        return records[-1] if records else {}
+        if not records:
+            return {}
+        return records[-1].model_dump(exclude={"schema_version", "step"}, exclude_defaults=True)

@@ -4,7 +4,7 @@
 loss = - mean over triplets of (advantage x mean log-probability of the completion tokens given the prompt).
 With one on-policy step per batch the PPO/GRPO ratio is 1, so this is the clipped objective's gradient. Only the
 completion positions go through the output layer, which keeps long multi-turn prompts affordable on CPU.
-Prints one ``HARNESS_PROGRESS`` JSON line with the step's loss, gradient norm and token counts.
+Prints one progress record (:mod:`harness.engines.progress`) with the update's loss, gradient norm and tokens.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.engines.child import progress_line
 from harness.engines.jobs import UpdateJob
+from harness.engines.progress import ProgressRecord, progress_line
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
@@ -29,7 +29,7 @@ def _copy_side_files(src: Path, dest: Path) -> None:
             shutil.copy2(f, dest / f.name)
 
 
-def step(job: UpdateJob) -> dict[str, float]:
+def step(job: UpdateJob) -> ProgressRecord:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -61,13 +61,13 @@ def step(job: UpdateJob) -> dict[str, float]:
     _copy_side_files(src, out)
     model.save_pretrained(out, safe_serialization=True)
     wall = time.monotonic() - started
-    return {
-        "loss": total_loss,
-        "grad_norm": grad_norm,
-        "tokens": float(tokens),
-        "tokens_per_s": tokens / wall if wall > 0 else 0.0,
-        "update_s": round(wall, 2),
-    }
+    return ProgressRecord(
+        loss=total_loss,
+        grad_norm=grad_norm,
+        tokens=tokens,
+        tokens_per_s=tokens / wall if wall > 0 else 0.0,
+        update_s=round(wall, 2),
+    )
 
 
 def main(argv: list[str]) -> int:

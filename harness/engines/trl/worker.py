@@ -1,7 +1,8 @@
 """Child process of the ``trl-grpo`` engine: build the dataset, tools and reward, run ``GRPOTrainer``, save.
 
-Run as ``python -m harness.engines.trl.worker <train-request.json>``; prints one ``HARNESS_PROGRESS`` JSON line
-per optimizer step.
+Run as ``python -m harness.engines.trl.worker <train-request.json>``; prints one progress record
+(:mod:`harness.engines.progress`) per optimizer step: its loss, gradient norm, training reward and step time, the
+step's GRPO signal, and every other number TRL logs among its metrics.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines.child import progress_line
 from harness.engines.curves import StepCurves
 from harness.engines.jobs import TrainInfo, TrlJob
+from harness.engines.progress import ProgressRecord, progress_line
 from harness.engines.shaping import Shaping
 from harness.engines.signal import GroupSignal, group_signal
 from harness.engines.trl.engine import TrlGrpoConfig
@@ -183,17 +184,22 @@ def main(job_path: str) -> int:
             if not logs or "loss" not in logs:
                 return
             now = time.monotonic()
-            record = {"step": state.global_step, "step_time_s": round(now - self.last, 3)}
+            step_time_s = round(now - self.last, 3)
             self.last = now
-            for key, value in logs.items():
-                if isinstance(value, int | float):
-                    record[key.replace("/", "_")] = float(value)
-            record["reward_mean"] = float(logs.get("reward", 0.0))
-            signal = meter.take()
-            if signal is not None:
-                record.update(signal.record())
-                if curves is not None:
-                    curves.add(int(state.global_step), signal.record())
+            logged = {k.replace("/", "_"): float(v) for k, v in logs.items() if isinstance(v, int | float)}
+            found = meter.take()
+            signal = found.record() if found is not None else None
+            if signal is not None and curves is not None:
+                curves.add(int(state.global_step), signal.flat())
+            record = ProgressRecord(
+                step=state.global_step,
+                step_time_s=step_time_s,
+                loss=logged.pop("loss"),
+                grad_norm=logged.pop("grad_norm", None),
+                reward_mean=float(logs.get("reward", 0.0)),
+                signal=signal,
+                metrics=logged,
+            )
             print(progress_line(record), flush=True)
 
     class SaveForResume(TrainerCallback):  # type: ignore[misc]

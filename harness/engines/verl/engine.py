@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.engines.base import EngineConfig, TrainRequest, WorkerEngine, register_engine
 from harness.engines.jobs import SimulatorRef, VerlJob
+from harness.engines.progress import ProgressRecord
 from harness.errors import HarnessError
 from harness.spec import BenchmarkSpec
 
@@ -279,6 +280,6 @@ class VerlEngine(WorkerEngine[VerlJob]):
     def worker_unset(self, job: VerlJob) -> tuple[str, ...]:
         return ("RAY_ADDRESS",) if job.ray_address is None else ()  # a local head, whatever the environment says
 
-    def steps(self, checkpoint: Path, records: list[dict[str, Any]]) -> int:
+    def steps(self, checkpoint: Path, records: list[ProgressRecord]) -> int:
         """The steps the worker reported (a record with a step time)."""
-        return sum(1 for m in records if m.get("step", 0) > 0 and "step_time_s" in m)
+        return sum(1 for r in records if r.step > 0 and r.step_time_s is not None)

@@ -3,8 +3,8 @@
 Run as ``python -m harness.engines.verl.worker <train-request.json>``. It writes the training and validation tasks
 as VERL parquet files (each row carries the task for the agent loop), composes VERL's ``ppo_trainer`` config with
 the run's keys (:func:`harness.engines.verl.engine.verl_run_config`), runs VERL's ``main_ppo`` entry point, relays each
-step's metrics as one ``HARNESS_PROGRESS`` JSON line, and merges the last FSDP checkpoint into a Hugging Face
-folder (``<output>/checkpoint``) with VERL's model merger.
+step's metrics as one progress record (:mod:`harness.engines.progress`), and merges the last FSDP checkpoint into a
+Hugging Face folder (``<output>/checkpoint``) with VERL's model merger.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.engines.child import progress_line
 from harness.engines.curves import StepCurves
 from harness.engines.jobs import TrainInfo, VerlJob
+from harness.engines.progress import ProgressRecord, progress_line
 from harness.engines.signal import GroupSignal, group_signal
 from harness.engines.verl.engine import (
     AGENT_LOOP_NAME,
@@ -44,9 +44,8 @@ TOKENIZER_FILES = (
 )
 
 
-def step_record(step: int, data: dict[str, Any]) -> dict[str, float]:
+def step_record(step: int, data: dict[str, Any]) -> ProgressRecord:
     """The harness's per-step summary of VERL's metrics (all of them stay in ``verl-metrics.jsonl``)."""
-    record: dict[str, float] = {"step": step}
 
     def pick(*keys: str) -> float | None:
         for key in keys:
@@ -68,8 +67,8 @@ def step_record(step: int, data: dict[str, Any]) -> dict[str, float]:
             values.setdefault("val_reward_mean", float(value))
     if values["tokens_total"] is not None and values["step_time_s"]:
         values["tokens_per_s"] = values["tokens_total"] / values["step_time_s"]
-    record.update({k: round(v, 6) for k, v in values.items() if v is not None})
-    return record
+    figures = {k: round(v, 6) for k, v in values.items() if v is not None}
+    return ProgressRecord.model_validate({"step": step, **figures})
 
 
 class TraceGroups:
@@ -120,7 +119,7 @@ class MetricsRelay(threading.Thread):
         self.path = path
         self.groups, self.curves = groups, curves
         self.stop = threading.Event()
-        self.records: list[dict[str, float]] = []
+        self.records: list[ProgressRecord] = []
 
     def run(self) -> None:
         offset = 0
@@ -135,11 +134,12 @@ class MetricsRelay(threading.Thread):
                 for line in complete.splitlines():
                     entry = json.loads(line)
                     record = step_record(int(entry.get("step", 0)), entry.get("data", {}))
-                    signal = self.groups.take() if self.groups is not None and record["step"] > 0 else None
-                    if signal is not None:
-                        record.update(signal.record())
+                    found = self.groups.take() if self.groups is not None and record.step > 0 else None
+                    if found is not None:
+                        signal = found.record()
+                        record = record.model_copy(update={"signal": signal})
                         if self.curves is not None:
-                            self.curves.add(int(record["step"]), signal.record())
+                            self.curves.add(record.step, signal.flat())
                     self.records.append(record)
                     print(progress_line(record), flush=True)
             if done:
@@ -299,7 +299,7 @@ def main(job_path: str) -> int:
         relay.join(timeout=30)
         if curves is not None:
             curves.close()
-    trained = [r for r in relay.records if r.get("step", 0) > 0 and "step_time_s" in r]
+    trained = [r for r in relay.records if r.step > 0 and r.step_time_s is not None]
     if not trained:
         raise SystemExit("VERL logged no training step: nothing was trained")
     traced = trace_file.read_text().splitlines() if trace_file.exists() else []
