@@ -21,6 +21,7 @@ import pytest
 
 from harness.engines.signal import expected_signal_share, group_signal, no_signal_line
 from harness.engines.trl.worker import SignalMeter
+from harness.engines.verl.traces import TraceLine, append_trace
 from harness.engines.verl.worker import TraceGroups
 from harness.paths import cache_dir, env_python
 from harness.results.store.store import ResultStore
@@ -114,20 +115,22 @@ def test_verl_groups_come_from_the_trace_once_complete(tmp_path: Path) -> None:
     trace = tmp_path / "rollout-traces.jsonl"
     groups = TraceGroups(trace, 2)
 
-    def write(*lines: dict) -> None:
-        with trace.open("a") as fh:
-            for line in lines:
-                fh.write(json.dumps(line) + "\n")
+    def line(uid: str, reward: float, task_reward: float) -> TraceLine:
+        return TraceLine(
+            task_id="t", uid=uid, reward=reward, task_reward=task_reward, passed=task_reward == 1.0, error="",
+            llm_calls=1, prompt_tokens=5, response_tokens=3, trained_tokens=3, tool_calls=0, messages=[],
+        )  # fmt: skip
 
-    write({"uid": "u1", "reward": 1.0, "task_reward": 1.0}, {"uid": "u1", "reward": 0.0, "task_reward": 0.0})
-    write({"uid": "u2", "reward": 0.1, "task_reward": 0.0}, {"uid": "", "task_id": "val", "reward": 1.0})
+    for traced in (line("u1", 1.0, 1.0), line("u1", 0.0, 0.0), line("u2", 0.1, 0.0), line("", 1.0, 1.0)):
+        append_trace(trace, traced)
     found = groups.take()
     assert found is not None and (found.groups, found.signal_groups) == (1, 1)  # u2 is not complete yet
+    last = json.dumps(line("u2", 0.0, 0.0).model_dump())
     with trace.open("a") as fh:
-        fh.write('{"uid": "u2", "rew')  # a line still being written
+        fh.write(last[:20])  # a line still being written
     assert groups.take() is None
     with trace.open("a") as fh:
-        fh.write('ard": 0.0, "task_reward": 0.0}\n')
+        fh.write(last[20:] + "\n")
     found = groups.take()
     assert found is not None and (found.groups, found.signal_groups, found.task_signal_groups) == (1, 1, 0)
 

@@ -25,6 +25,7 @@ from harness.benchmark.protocol import Benchmark, SimulatorContext, Task
 from harness.engines.shaping import Shaping
 from harness.engines.verl.engine import SIMULATOR_KEY_ENV
 from harness.engines.verl.rollout import Trajectory, traced_rollout
+from harness.engines.verl.traces import TraceLine, append_trace
 from harness.rollout.loading import load_benchmark
 from harness.spec import load_spec
 
@@ -133,22 +134,17 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
         logprobs = trajectory.response_logprobs if trajectory.logprobs_complete else None
         summary = trajectory.summary()
         if os.environ.get("HARNESS_VERL_TRACE"):
-            with open(os.environ["HARNESS_VERL_TRACE"], "a", encoding="utf-8") as fh:
-                fh.write(
-                    json.dumps(
-                        {
-                            "task_id": task.id,
-                            "uid": str(kwargs.get("uid", "")),  # the sample's group (VERL's prompt id)
-                            "reward": result.reward,
-                            "task_reward": result.episode.reward if result.episode is not None else 0.0,
-                            "passed": result.passed,
-                            "error": result.error,
-                            **summary,
-                            "messages": trajectory.messages,
-                        }
-                    )
-                    + "\n"
-                )
+            line = TraceLine(
+                task_id=task.id,
+                uid=str(kwargs.get("uid", "")),  # the sample's group (VERL's prompt id)
+                reward=result.reward,
+                task_reward=result.episode.reward if result.episode is not None else 0.0,
+                passed=result.passed,
+                error=result.error,
+                messages=trajectory.messages,
+                **summary,
+            )
+            append_trace(Path(os.environ["HARNESS_VERL_TRACE"]), line)
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=trajectory.response_ids[:response_length],

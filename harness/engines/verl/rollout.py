@@ -180,7 +180,8 @@ class Trajectory:
         )
         return _completion_json(request.get("model", "policy"), content, tool_calls, finish, len(token_ids))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, int]:
+        """The trajectory's counts: LLM calls, prompt, response and trained tokens, tool calls."""
         return {
             "llm_calls": len(self.calls),
             "prompt_tokens": len(self.prompt_ids),

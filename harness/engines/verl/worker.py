@@ -32,6 +32,8 @@ from harness.engines.verl.engine import (
     VerlConfig,
     verl_run_config,
 )
+from harness.engines.verl.traces import read_traces, trace_lines
+from harness.errors import EngineError
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -72,10 +74,10 @@ def step_record(step: int, data: dict[str, Any]) -> ProgressRecord:
 
 
 class TraceGroups:
-    """The training groups in the agent loop's trace (``rollout-traces.jsonl``, a line per rollout with its group's
-    ``uid``): a group is counted once its ``n`` rollouts are all there, so a step's figures are those of the groups
-    completed by the time VERL logs it. Validation rollouts (one per task) never complete a group of two or more;
-    lines without a ``uid`` are not counted."""
+    """The training groups in the agent loop's trace (``rollout-traces.jsonl``, :mod:`harness.engines.verl.traces`:
+    a line per rollout with its group's ``uid``): a group is counted once its ``n`` rollouts are all there, so a
+    step's figures are those of the groups completed by the time VERL logs it. Validation rollouts (one per task)
+    never complete a group of two or more; lines without a ``uid`` are not counted."""
 
     def __init__(self, path: Path, n: int) -> None:
         self.path, self.n = path, n
@@ -83,7 +85,8 @@ class TraceGroups:
         self.pending: dict[str, list[tuple[float, float]]] = {}
 
     def take(self) -> GroupSignal | None:
-        """The signal of the groups completed since the last call (None without one)."""
+        """The signal of the groups completed since the last call (None without one); :class:`EngineError` for a
+        line that is not a trace line of this version."""
         if self.n < 2 or not self.path.exists():
             return None
         with self.path.open("rb") as fh:
@@ -91,15 +94,9 @@ class TraceGroups:
             chunk = fh.read()
         complete = chunk[: chunk.rfind(b"\n") + 1]
         self.offset += len(complete)
-        for line in complete.splitlines():
-            try:
-                entry = json.loads(line)
-                uid = str(entry.get("uid") or "")
-                rewards = (float(entry["reward"]), float(entry.get("task_reward", entry["reward"])))
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut by two writers at once: not counted
-            if uid:
-                self.pending.setdefault(uid, []).append(rewards)
+        for line in trace_lines(complete, self.path):  # a line cut by two writers at once is not counted
+            if line.uid:
+                self.pending.setdefault(line.uid, []).append((line.reward, line.task_reward))
         done = {uid: v for uid, v in self.pending.items() if len(v) >= self.n}
         for uid in done:
             del self.pending[uid]
@@ -112,7 +109,8 @@ class TraceGroups:
 
 class MetricsRelay(threading.Thread):
     """Follows VERL's file logger (one JSON object per logged step) and prints a progress line per step, with the
-    group signal of the step's rollouts (:class:`TraceGroups`) where there is one."""
+    group signal of the step's rollouts (:class:`TraceGroups`) where there is one. A trace that cannot be read stops
+    the relay; its error is kept in :attr:`error` for the worker to fail with once VERL returns."""
 
     def __init__(self, path: Path, groups: TraceGroups | None = None, curves: StepCurves | None = None) -> None:
         super().__init__(daemon=True)
@@ -120,8 +118,15 @@ class MetricsRelay(threading.Thread):
         self.groups, self.curves = groups, curves
         self.stop = threading.Event()
         self.records: list[ProgressRecord] = []
+        self.error: EngineError | None = None
 
     def run(self) -> None:
+        try:
+            self._follow()
+        except EngineError as err:
+            self.error = err
+
+    def _follow(self) -> None:
         offset = 0
         while True:
             done = self.stop.is_set()
@@ -299,11 +304,16 @@ def main(job_path: str) -> int:
         relay.join(timeout=30)
         if curves is not None:
             curves.close()
+    if relay.error is not None:
+        raise SystemExit(str(relay.error))
     trained = [r for r in relay.records if r.step > 0 and r.step_time_s is not None]
     if not trained:
         raise SystemExit("VERL logged no training step: nothing was trained")
-    traced = trace_file.read_text().splitlines() if trace_file.exists() else []
-    llm_calls = sum(json.loads(line)["llm_calls"] for line in traced)
+    try:
+        traced = read_traces(trace_file)
+    except EngineError as err:
+        raise SystemExit(str(err)) from None
+    llm_calls = sum(line.llm_calls for line in traced)
     if llm_calls == 0:
         raise SystemExit("the rollouts traced no LLM call of the agent: zero trainable triplets")
     checkpoint = out / "checkpoint"
