@@ -1,5 +1,6 @@
 """The files an engine and its worker pass (:mod:`harness.engines.jobs`): written by one side, read by the other
-as the same model; a newer file is refused, a train-info file from before versions still reads."""
+as the same model; a newer file is refused, a train-info file from before versions still reads, a triplet of no
+version or that is not one is a one-line error naming the file and line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from pathlib import Path
 import pytest
 
 from harness.engines.base import TrainRequest
-from harness.engines.jobs import TRAIN_INFO_FILE, SimulatorRef, TrainInfo, TrlJob, UpdateJob, VerlJob
+from harness.engines.jobs import (
+    TRAIN_INFO_FILE,
+    SimulatorRef,
+    TrainInfo,
+    Triplet,
+    TrlJob,
+    UpdateJob,
+    VerlJob,
+    read_triplets,
+    write_triplets,
+)
 from harness.errors import EngineError
 from harness.spec import load_spec
 from support import copy_math_benchmark
@@ -63,3 +74,43 @@ def test_train_info_from_before_versions_still_reads(tmp_path: Path) -> None:
     assert written == {"schema_version": 1, "engine": "verl", "steps": 1, "seed": 0, "verl_checkpoint": "global_step_1"}
     with pytest.raises(EngineError, match="cannot read train info"):
         TrainInfo.read(tmp_path / "nowhere")
+
+
+def test_triplets_read_back_as_the_engine_wrote_them(tmp_path: Path) -> None:
+    triplets = [
+        Triplet(prompt_ids=[1, 2, 3], completion_ids=[4, 5], advantage=1.25, rollout=("t1", 0)),
+        Triplet(prompt_ids=[1], completion_ids=[6], advantage=-0.5, rollout=("t1", 1)),
+    ]
+    path = write_triplets(tmp_path / "triplets-step1.jsonl", triplets)
+    assert read_triplets(path) == triplets
+    first = json.loads(path.read_text().splitlines()[0])
+    assert first == {
+        "schema_version": 1, "prompt_ids": [1, 2, 3], "completion_ids": [4, 5], "advantage": 1.25, "rollout": ["t1", 0]
+    }  # fmt: skip
+    assert read_triplets(write_triplets(tmp_path / "none.jsonl", [])) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"prompt_ids": [1], "completion_ids": [2], "advantage": 1.0, "rollout": ["t", 0]}',
+         "triplet: schema_version: missing required key"),
+        ('{"schema_version": 2}', "triplet: written by a newer harness (schema_version 2; "),
+        ('{"schema_version": 1, "prompt_ids": [1], "completion_ids": [2.5], "advantage": 1.0, "rollout": ["t", 0]}',
+         "triplet: completion_ids.0: Input should be a valid integer"),
+        ('{"schema_version": 1, "prompt_ids": [1], "completion_ids": [2], "advantage": 1.0}',
+         "triplet: rollout: missing required key"),
+        ('{"schema_version": 1, "prompt_ids": [1], "compl', "triplet is not JSON"),
+    ],
+)  # fmt: skip
+def test_a_line_that_is_not_a_triplet_is_one_line_naming_the_file_and_line(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    good = Triplet(prompt_ids=[1], completion_ids=[2], advantage=1.0, rollout=("t", 0)).model_dump_json()
+    path = tmp_path / "triplets.jsonl"
+    path.write_text(f"{good}\n\n{line}\n")
+    with pytest.raises(EngineError) as raised:
+        read_triplets(path)
+    assert str(raised.value).startswith(f"{path}:3: {problem}") and "\n" not in str(raised.value)
+    with pytest.raises(EngineError, match="cannot read triplets"):
+        read_triplets(tmp_path / "nowhere.jsonl")

@@ -15,8 +15,8 @@ import pytest
 
 from harness.benchmark.protocol import Episode
 from harness.engines.base import TrainRequest
-from harness.engines.jobs import UpdateJob
-from harness.engines.progress import ProgressRecord
+from harness.engines.jobs import Triplet, UpdateJob, write_triplets
+from harness.engines.progress import PROGRESS_PREFIX, ProgressRecord, read_progress
 from harness.engines.trace.engine import TraceGrpoEngine, group_advantages, select_triplets
 from harness.rollout.tracing import Call, TraceStore, TracingTransport, rollout_scope
 from harness.run.record import _tensorboard_dir
@@ -40,8 +40,8 @@ def test_select_triplets_takes_largest_advantage_calls() -> None:
     store.add(("b", 0), Call([7], [8]))
     adv = {("a", 0): 0.5, ("a", 1): -2.0, ("b", 0): 0.0}
     picked = select_triplets(store, adv, limit=2, seed=0)
-    assert [t["advantage"] for t in picked] == [-2.0, 0.5]
-    assert all(t["rollout"][0] == "a" for t in picked)  # b has no signal
+    assert [t.advantage for t in picked] == [-2.0, 0.5]
+    assert [t.rollout for t in picked] == [("a", 1), ("a", 0)]  # b has no signal
     assert len(select_triplets(store, adv, limit=10, seed=0)) == 3
 
 
@@ -151,10 +151,10 @@ def test_pg_worker_updates_the_real_model(smoke_model: Path, tmp_path: Path) -> 
     text = tok.apply_chat_template([{"role": "user", "content": "2+2?"}], add_generation_prompt=True, tokenize=False)
     prompt = tok.encode(text, add_special_tokens=False)
     triplets = [
-        {"prompt_ids": prompt, "completion_ids": tok.encode("4")[:3], "advantage": 1.0},
-        {"prompt_ids": prompt, "completion_ids": tok.encode("five")[:3], "advantage": -1.0},
+        Triplet(prompt_ids=prompt, completion_ids=tok.encode("4")[:3], advantage=1.0, rollout=("t", 0)),
+        Triplet(prompt_ids=prompt, completion_ids=tok.encode("five")[:3], advantage=-1.0, rollout=("t", 1)),
     ]
-    (tmp_path / "t.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triplets))
+    write_triplets(tmp_path / "t.jsonl", triplets)
     out = tmp_path / "out"
     job = tmp_path / "job.json"
     UpdateJob(
@@ -174,11 +174,11 @@ def test_pg_worker_updates_the_real_model(smoke_model: Path, tmp_path: Path) -> 
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("HARNESS_PROGRESS "))
-    result = json.loads(line.removeprefix("HARNESS_PROGRESS "))
-    assert result["grad_norm"] > 0 and result["tokens"] == 2 * len(prompt) + len(triplets[0]["completion_ids"]) + len(
-        triplets[1]["completion_ids"]
-    )
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith(PROGRESS_PREFIX)]
+    result = read_progress(line, "update")
+    assert result.step == 0 and result.loss is not None and result.update_s is not None
+    assert result.grad_norm is not None and result.grad_norm > 0
+    assert result.tokens == 2 * len(prompt) + len(triplets[0].completion_ids) + len(triplets[1].completion_ids)
     from harness.assets.models import checkpoint_hash
 
     assert checkpoint_hash(out) != checkpoint_hash(smoke_model)

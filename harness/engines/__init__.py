@@ -7,9 +7,9 @@ weighted shaping terms), ``signal`` (GRPO's signal per step: the groups whose re
 advantage; and the share to expect), ``curves`` (the harness's per-step scalars for TensorBoard), ``child`` (a
 trainer in a child process, its progress lines, its exit named), ``progress`` (a trainer's versioned record of each
 step, from its worker to the engine), ``jobs`` (the versioned files an engine and its worker pass: job files,
-``harness-train.json``), and one subpackage per engine: ``trl/`` (``trl-grpo``: TRL's GRPOTrainer, CPU,
-single-turn), ``trace/`` (``trace-grpo``: GRPO on the benchmark's own traced rollouts), ``verl/`` (``verl``: VERL's
-GRPO with vLLM rollouts on GPUs). A new engine is a subpackage with a class registered by
+``trace-grpo``'s triplets, ``harness-train.json``), and one subpackage per engine: ``trl/`` (``trl-grpo``: TRL's
+GRPOTrainer, CPU, single-turn), ``trace/`` (``trace-grpo``: GRPO on the benchmark's own traced rollouts), ``verl/``
+(``verl``: VERL's GRPO with vLLM rollouts on GPUs). A new engine is a subpackage with a class registered by
 :func:`~harness.engines.base.register_engine`, imported in :func:`_load_builtin`; one that trains in a single worker
 process derives from :class:`~harness.engines.base.WorkerEngine` and supplies its job and worker module.
 """

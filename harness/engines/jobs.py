@@ -2,15 +2,19 @@
 
 A job file is what the engine writes for its child process (``python -m <worker> <job.json>``):
 :class:`TrainJob` for a whole training run (``trl-grpo``'s :class:`TrlJob`, ``verl``'s :class:`VerlJob`) and
-:class:`UpdateJob` for one ``trace-grpo`` policy update. :class:`TrainInfo` is what a worker writes beside the
+:class:`UpdateJob` for one ``trace-grpo`` policy update, with the triplets file it names (a :class:`Triplet` per
+line: :func:`write_triplets`, :func:`read_triplets`). :class:`TrainInfo` is what a worker writes beside the
 checkpoint it trained (``harness-train.json``), read back by the engine and by the run's manifest. Each carries
 ``schema_version`` and is read through :class:`harness.records.Versions`: a reader refuses a newer file, and a
-train-info file written before it had a version reads as version 1.
+train-info file written before it had a version reads as version 1. A job file and its triplets are read only by
+the worker the engine starts on them, so a triplet of no version is refused too.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -26,6 +30,7 @@ TRAIN_INFO_FILE = "harness-train.json"
 
 JOB_VERSIONS = Versions("job file", 1, error=EngineError)
 INFO_VERSIONS = Versions("train info", 1, error=EngineError, unversioned=1)
+TRIPLET_VERSIONS = Versions("triplet", 1, error=EngineError)
 
 
 class _File(BaseModel):
@@ -104,6 +109,47 @@ class UpdateJob(Job):
     max_grad_norm: float
     seed: int
     torch_threads: int | None = None
+
+
+class Triplet(_File):
+    """One line of an :class:`UpdateJob`'s triplets file: a traced call of the policy, its prompt's and its
+    completion's token ids, and the GRPO advantage of the rollout it was made in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
+
+    schema_version: Literal[1] = 1
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    advantage: float
+    rollout: tuple[str, int]
+    """The rollout: its task's id and sample."""
+
+
+def write_triplets(path: Path, triplets: Sequence[Triplet]) -> Path:
+    """``triplets`` as the JSONL file at ``path``, one a line."""
+    path.write_text("".join(triplet.model_dump_json() + "\n" for triplet in triplets), encoding="utf-8")
+    return path
+
+
+def read_triplets(path: Path) -> list[Triplet]:
+    """The triplets in the JSONL file at ``path`` (blank lines skipped); :class:`EngineError` naming the file, and
+    the line where one is not a triplet of this version."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise EngineError(f"{path}: cannot read triplets: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise EngineError(f"{path}: triplets are not UTF-8 text") from None
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            raise EngineError(f"{path}:{number}: triplet is not JSON") from None
+        out.append(TRIPLET_VERSIONS.parse(raw, Triplet, f"{path}:{number}"))
+    return out
 
 
 class TrainInfo(_File):

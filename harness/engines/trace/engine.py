@@ -29,7 +29,7 @@ from pydantic import Field
 
 from harness.engines.base import Engine, EngineConfig, TrainRequest, TrainResult, register_engine
 from harness.engines.curves import StepCurves
-from harness.engines.jobs import UpdateJob
+from harness.engines.jobs import Triplet, UpdateJob, write_triplets
 from harness.engines.progress import ProgressRecord
 from harness.engines.shaping import Shaping, training_reward
 from harness.engines.signal import GroupSignal, group_signal
@@ -69,16 +69,16 @@ def group_advantages(rewards: dict[tuple[str, int], float]) -> dict[tuple[str, i
 
 def select_triplets(
     trace: TraceStore, advantages: dict[tuple[str, int], float], limit: int, seed: int
-) -> list[dict[str, Any]]:
+) -> list[Triplet]:
     """Every traced call of a rollout with a non-zero advantage, at most ``limit``, largest |advantage| first."""
     triplets = [
-        {"prompt_ids": c.prompt_ids, "completion_ids": c.completion_ids, "advantage": adv, "rollout": list(key)}
+        Triplet(prompt_ids=c.prompt_ids, completion_ids=c.completion_ids, advantage=adv, rollout=key)
         for key, adv in advantages.items()
         if adv != 0.0
         for c in trace.calls.get(key, [])
     ]
     random.Random(seed).shuffle(triplets)  # noqa: S311 - a reproducible tie-break, not security
-    triplets.sort(key=lambda t: -abs(t["advantage"]))
+    triplets.sort(key=lambda t: -abs(t.advantage))
     return triplets[:limit]
 
 
@@ -196,17 +196,15 @@ class TraceGrpoEngine(Engine):
         request: TrainRequest,
         config: TraceGrpoConfig,
         checkpoint: Path,
-        triplets: list[dict[str, Any]],
+        triplets: list[Triplet],
         out: Path,
         step: int,
     ) -> dict[str, Any]:
         """One policy-gradient step in a child process: ``checkpoint`` + triplets -> ``out``; the figures the update
         reported (its loss, gradient norm, tokens, ...), as fields of the step's record."""
-        data = request.output_dir / f"triplets-step{step}.jsonl"
-        data.write_text("".join(json.dumps(t) + "\n" for t in triplets))
         job = UpdateJob(
             checkpoint=checkpoint,
-            triplets=data,
+            triplets=write_triplets(request.output_dir / f"triplets-step{step}.jsonl", triplets),
             output_dir=out,
             learning_rate=config.learning_rate,
             max_grad_norm=config.max_grad_norm,

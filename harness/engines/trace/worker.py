@@ -1,5 +1,5 @@
 """One policy-gradient step on traced (prompt ids, completion ids, advantage) triplets; a child process of the
-``trace-grpo`` engine.
+``trace-grpo`` engine, which names them in the job (a :class:`~harness.engines.jobs.Triplet` a line).
 
 loss = - mean over triplets of (advantage x mean log-probability of the completion tokens given the prompt).
 With one on-policy step per batch the PPO/GRPO ratio is 1, so this is the clipped objective's gradient. Only the
@@ -9,13 +9,12 @@ Prints one progress record (:mod:`harness.engines.progress`) with the update's l
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from harness.engines.jobs import UpdateJob
+from harness.engines.jobs import UpdateJob, read_triplets
 from harness.engines.progress import ProgressRecord, progress_line
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -37,7 +36,7 @@ def step(job: UpdateJob) -> ProgressRecord:
         torch.set_num_threads(job.torch_threads)
     torch.manual_seed(job.seed)
     src, out = job.checkpoint, job.output_dir
-    triplets = [json.loads(line) for line in job.triplets.read_text().splitlines() if line.strip()]
+    triplets = read_triplets(job.triplets)
     if not triplets:
         raise SystemExit("no triplets")
     started = time.monotonic()
@@ -47,12 +46,12 @@ def step(job: UpdateJob) -> ProgressRecord:
     body, head = model.get_decoder(), model.get_output_embeddings()
     total_loss, tokens = 0.0, 0
     for t in triplets:
-        prompt, completion = t["prompt_ids"], t["completion_ids"]
+        prompt, completion = t.prompt_ids, t.completion_ids
         ids = torch.tensor([prompt + completion])
         hidden = body(input_ids=ids).last_hidden_state[0, len(prompt) - 1 : -1]
         logp = torch.log_softmax(head(hidden).float(), dim=-1)
         token_logp = logp.gather(1, torch.tensor(completion)[:, None]).squeeze(1)
-        loss = -float(t["advantage"]) * token_logp.mean() / len(triplets)
+        loss = -t.advantage * token_logp.mean() / len(triplets)
         loss.backward()
         total_loss += float(loss)
         tokens += len(prompt) + len(completion)
