@@ -51,6 +51,7 @@ FOREIGN_FLAGS: dict[str, str] = {
     "--check": "bench/reference_anchor.py",
     "--steps": "bench/reference_anchor.py",
     "--log": "bench/reference_anchor.py",
+    "--verl-only": "bench/verl_speed.py",
     "--debug": "the reference math sample",
 }
 """Options of other programs that the READMEs name in a code span without the program; those of a file in this
