@@ -37,7 +37,10 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.timing import TimingMark
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -66,9 +69,9 @@ VLLM_PHASES = (r"Loading weights took [\d.]+ seconds", r"init engine \([^)]*\) t
 _LOG_TIME = re.compile(r" (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ")
 
 
-def stage_durations(marks: Sequence[dict[str, Any]], t0: float) -> dict[str, float]:
+def stage_durations(marks: Sequence[TimingMark], t0: float) -> dict[str, float]:
     """Seconds from the previous mark (or ``t0``) to each known mark, plus ``total`` to the last one seen."""
-    seen = {m["event"]: float(m["t"]) for m in reversed(marks)}  # first occurrence of each event wins
+    seen = {m.event: m.t for m in reversed(marks)}  # first occurrence of each event wins
     out: dict[str, float] = {}
     prev = t0
     for event, _ in STAGES:
@@ -147,8 +150,8 @@ def harness_start(tmp: Path, timeout_s: float) -> dict[str, float]:
         while time.time() - t0 < timeout_s:
             marks = timing.read(timing_file)
             if marks:
-                harness_pid = int(marks[0]["pid"])
-            if any(m["event"] == "first_request" for m in marks):
+                harness_pid = marks[0].pid
+            if any(m.event == "first_request" for m in marks):
                 return stage_durations(marks, t0)
             if make.poll() is not None:
                 tail = (tmp / "make.log").read_text()[-2000:]

@@ -1,9 +1,14 @@
 """Timestamped marks of a run's progress, for start-up profiling (``bench/startup.py``).
 
-With ``HARNESS_TIMING=<file>`` set, :func:`mark` appends one JSON line per event (``event``, wall-clock ``t``,
-``pid`` and any fields given); without it, marks cost one environment lookup. Events of a run, in order: ``cli``
-(the command line parsed, imports done), ``model_ready``, ``server_launched``, ``setup_done``, ``tools_ready``,
-``server_ready``, ``first_request`` (the first chat request leaves for the model server).
+With ``HARNESS_TIMING=<file>`` set, :func:`mark` appends one :class:`TimingMark` per event as a JSON line (its
+``event``, wall-clock ``t`` and ``pid``); without it, marks cost one environment lookup. Events of a run, in order:
+``cli`` (the command line parsed, imports done), ``model_ready``, ``server_launched``, ``setup_done``,
+``tools_ready``, ``server_ready``, ``first_request`` (the first chat request leaves for the model server), and
+``train_done`` where the run trains.
+
+The file is read by another process (:func:`read`, the profiler that started the run): each line carries
+``schema_version`` and is read through :class:`harness.records.Versions`, so a line of another version or a JSON
+line that is not a mark is a one-line error naming the file and the line; a line a crash cut off is skipped.
 """
 
 from __future__ import annotations
@@ -12,35 +17,65 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.records import Versions
 
 TIMING_ENV = "HARNESS_TIMING"
+
+Event = Literal[
+    "cli",
+    "model_ready",
+    "server_launched",
+    "setup_done",
+    "tools_ready",
+    "server_ready",
+    "first_request",
+    "train_done",
+]
+
+TIMING_VERSIONS = Versions("timing mark", 1)
+
+
+class TimingMark(BaseModel):
+    """One event of a run: when (seconds since the epoch) and in which process."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    event: Event
+    t: float
+    pid: int
 
 
 def enabled() -> bool:
     return bool(os.environ.get(TIMING_ENV))
 
 
-def mark(event: str, **fields: Any) -> None:
+def mark(event: Event) -> None:
     """Append ``event`` with the current time to the trace file, when tracing is on."""
     path = os.environ.get(TIMING_ENV)
     if not path:
         return
-    line = json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **fields})
+    line = TimingMark(event=event, t=time.time(), pid=os.getpid()).model_dump_json()
     with open(path, "a", encoding="utf-8") as f:
         f.write(line + "\n")
 
 
-def read(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The marks written so far (a line cut by a crash is skipped)."""
-    out: list[dict[str, Any]] = []
+def read(path: str | os.PathLike[str]) -> list[TimingMark]:
+    """The marks written so far, in order (none when the file does not exist yet); a line cut by a crash is
+    skipped, a JSON line that is not a mark of this version is a one-line error naming the file and the line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
-        return out
-    for line in text.splitlines():
+        return []
+    out: list[TimingMark] = []
+    for number, line in enumerate(data.splitlines(), start=1):
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+            raw = json.loads(line.decode("utf-8"))
+        except ValueError:  # not JSON, or cut inside a character
             continue
+        out.append(TIMING_VERSIONS.parse(raw, TimingMark, f"{path}:{number}"))
     return out

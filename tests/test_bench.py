@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -168,8 +169,9 @@ def test_stage_durations_from_timing_marks(tmp_path: Path, monkeypatch: pytest.M
     with path.open("a") as f:
         f.write('{"event": "cut by a cra')
     marks = timing.read(path)
-    assert [m["event"] for m in marks][-2:] == ["first_request", "first_request"]
-    t0 = marks[0]["t"] - 1.5
+    assert [m.event for m in marks][-2:] == ["first_request", "first_request"]
+    assert {m.pid for m in marks} == {os.getpid()}
+    t0 = marks[0].t - 1.5
     d = startup.stage_durations(marks, t0)
     assert list(d) == [e for e, _ in startup.STAGES] + ["total"]
     assert d["cli"] == pytest.approx(1.5)
@@ -178,6 +180,25 @@ def test_stage_durations_from_timing_marks(tmp_path: Path, monkeypatch: pytest.M
     assert startup.own_critical_path(d) == pytest.approx(
         d["total"] - d["setup_done"] - d["tools_ready"] - d["server_ready"]
     )
+
+
+def test_timing_marks_are_versioned_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import timing
+    from harness.errors import HarnessError
+
+    path = tmp_path / "timing.jsonl"
+    assert timing.read(path) == []
+    monkeypatch.setenv(timing.TIMING_ENV, str(path))
+    timing.mark("cli")
+    (line,) = path.read_text().splitlines()
+    assert json.loads(line) == {"schema_version": 1, "event": "cli", "t": json.loads(line)["t"], "pid": os.getpid()}
+    with path.open("a") as f:
+        f.write(json.dumps({"schema_version": 2, "event": "cli", "t": 1.0, "pid": 1}) + "\n")
+    with pytest.raises(HarnessError, match=r"timing.jsonl:2: timing mark: written by a newer harness"):
+        timing.read(path)
+    path.write_text(line + "\n" + json.dumps({"schema_version": 1, "event": "lunch", "t": 1.0, "pid": 1}) + "\n")
+    with pytest.raises(HarnessError, match=r"timing.jsonl:2: timing mark: event: Input should be 'cli'"):
+        timing.read(path)
 
 
 def test_machine_speed_measures_this_machine_in_a_child() -> None:
