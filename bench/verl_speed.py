@@ -141,20 +141,22 @@ def native_rows(parquet: Path, instructions: str) -> list[dict[str, Any]]:
     """The harness arm's tasks as verl tool-agent rows: system prompt and question, the answer as ground truth."""
     import pandas as pd
 
+    from harness.engines.verl.rows import TaskRow
+
     rows = []
     for row in pd.read_parquet(parquet).to_dict("records"):
-        info = row["extra_info"]
+        info = TaskRow.read(row["extra_info"])
         rows.append(
             {
                 "data_source": "math",
                 "agent_name": "tool_agent",
                 "prompt": [
                     {"role": "system", "content": instructions},
-                    {"role": "user", "content": info["prompt"]},
+                    {"role": "user", "content": info.prompt},
                 ],
                 "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": str(info["answer"])},
-                "extra_info": {"index": int(info["index"]), "task_id": info["task_id"]},
+                "reward_model": {"style": "rule", "ground_truth": info.answer},
+                "extra_info": {"index": info.index, "task_id": info.task_id},
             }
         )
     return rows

@@ -14,9 +14,12 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import pandas as pd
 import pytest
 
+from harness.benchmark.protocol import Task
 from harness.engines.progress import PROGRESS_PREFIX, read_progress
+from harness.engines.verl.rows import TaskRow
 from harness.engines.verl.traces import TraceLine, append_trace, read_traces
 from harness.engines.verl.worker import MetricsRelay, TraceGroups
 from harness.errors import EngineError
@@ -149,11 +152,12 @@ def test_the_agent_loop_writes_a_line_the_worker_reads(
     loop.tokenizer = tokenizer
     loop.server_manager = SimpleNamespace(generate=generate)
     loop.rollout_config = SimpleNamespace(response_length=512, prompt_length=4096)
-    info = {
-        "task_id": "t7", "prompt": "What is 17 times 23?", "answer": "391", "task_data": "{}",
-        "spec_path": str(MATH_SPEC), "profile": "smoke-verl", "max_turns": 5, "max_tokens": 128, "seed": 0,
-        "shaping": json.dumps({"format_reward": 0.1}), "simulator_url": "", "simulator_model": "",
-    }  # fmt: skip
+    row = TaskRow.of(
+        0, Task(id="t7", prompt="What is 17 times 23?", answer="391"), spec_path=str(MATH_SPEC), profile="smoke-verl",
+        max_turns=5, max_tokens=128, seed=0, shaping={"format_reward": 0.1},
+    )  # fmt: skip
+    pd.DataFrame([{"extra_info": row.extra_info()}]).to_parquet(tmp_path / "train.parquet")
+    info = pd.read_parquet(tmp_path / "train.parquet").to_dict("records")[0]["extra_info"]  # as VERL hands it over
 
     async def rollout() -> Any:
         try:

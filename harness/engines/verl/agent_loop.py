@@ -1,17 +1,17 @@
 """VERL's agent loop driving the benchmark's Agent Framework agent (imported inside VERL's Ray workers).
 
 ``HarnessAgentLoop`` is registered with VERL through ``actor_rollout_ref.rollout.agent.agent_loop_config_path``
-(the engine writes that file). For each sample VERL hands it, it rebuilds the task from the row's
-``extra_info``, runs the benchmark's own rollout with the policy behind a :class:`~harness.engines.verl.rollout.
-Trajectory` whose generator is VERL's vLLM server manager, and returns the traced tokens with the benchmark's
-reward (plus the profile's shaping) and ``acc`` (the unshaped pass/fail, which VERL reports as the validation
-score). A sample whose agent made no LLM call raises: training must not go on with nothing to learn from.
+(the engine writes that file). For each sample VERL hands it, it reads the task from the row's ``extra_info`` (a
+:class:`~harness.engines.verl.rows.TaskRow`), runs the benchmark's own rollout with the policy behind a
+:class:`~harness.engines.verl.rollout.Trajectory` whose generator is VERL's vLLM server manager, and returns the
+traced tokens with the benchmark's reward (plus the profile's shaping) and ``acc`` (the unshaped pass/fail, which
+VERL reports as the validation score). A sample whose agent made no LLM call raises: training must not go on with
+nothing to learn from.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import uuid
@@ -21,10 +21,11 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
-from harness.benchmark.protocol import Benchmark, SimulatorContext, Task
+from harness.benchmark.protocol import Benchmark, SimulatorContext
 from harness.engines.shaping import Shaping
 from harness.engines.verl.engine import SIMULATOR_KEY_ENV
 from harness.engines.verl.rollout import Trajectory, traced_rollout
+from harness.engines.verl.rows import TaskRow
 from harness.engines.verl.traces import TraceLine, append_trace
 from harness.rollout.loading import load_benchmark
 from harness.spec import load_spec
@@ -36,21 +37,21 @@ logger = logging.getLogger(__name__)
 class _Runtime:
     """Per-worker state shared by every sample: the benchmark and its open resources (e.g. a tool server's session)."""
 
-    def __init__(self, bench: Benchmark, resources: Any, stack: AsyncExitStack, info: dict[str, Any]) -> None:
+    def __init__(self, bench: Benchmark, resources: Any, stack: AsyncExitStack, row: TaskRow) -> None:
         self.bench = bench
         self.resources = resources
         self.stack = stack
-        self.max_turns = int(info["max_turns"])
-        self.max_tokens = int(info.get("max_tokens") or 0) or None  # each reply's cap, as in evaluation
-        self.shaping = Shaping.from_config(json.loads(info["shaping"]))
+        self.max_turns = row.max_turns
+        self.max_tokens = row.max_tokens or None  # each reply's cap, as in evaluation
+        self.shaping = Shaping.from_config(row.shaping_weights())
         self.simulator: SimulatorContext | None = None
-        if info.get("simulator_url"):  # the run's user simulator, served beside the policy and never trained
+        if row.simulator_url:  # the run's user simulator, served beside the policy and never trained
             import openai
 
             self.simulator = SimulatorContext(
-                model=str(info["simulator_model"]),
+                model=row.simulator_model,
                 client=openai.AsyncOpenAI(
-                    base_url=str(info["simulator_url"]),
+                    base_url=row.simulator_url,
                     api_key=os.environ.get(SIMULATOR_KEY_ENV) or "EMPTY",
                     max_retries=2,
                 ),
@@ -61,35 +62,30 @@ _RUNTIMES: dict[str, _Runtime] = {}
 _LOCK: asyncio.Lock | None = None
 
 
-async def _runtime(info: dict[str, Any]) -> _Runtime:
+async def _runtime(row: TaskRow) -> _Runtime:
     global _LOCK
-    key = f"{info['spec_path']}::{info['profile']}"
+    key = f"{row.spec_path}::{row.profile}"
     if key in _RUNTIMES:
         return _RUNTIMES[key]
     if _LOCK is None:
         _LOCK = asyncio.Lock()
     async with _LOCK:
         if key not in _RUNTIMES:
-            spec_path = Path(info["spec_path"])
-            spec = load_spec(spec_path, info["profile"])
+            spec_path = Path(row.spec_path)
+            spec = load_spec(spec_path, row.profile)
             bench = load_benchmark(spec, spec_path.parent)
             stack = AsyncExitStack()
             resources = await stack.enter_async_context(bench.resources())
-            _RUNTIMES[key] = _Runtime(bench, resources, stack, info)
+            _RUNTIMES[key] = _Runtime(bench, resources, stack, row)
     return _RUNTIMES[key]
 
 
 @register(AGENT_NAME)
 class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        info = dict(kwargs["extra_info"])
-        runtime = await _runtime(info)
-        task = Task(
-            id=str(info["task_id"]),
-            prompt=str(info["prompt"]),
-            answer=str(info["answer"]),
-            data=json.loads(info.get("task_data") or "{}"),
-        )
+        row = TaskRow.read(kwargs["extra_info"])
+        runtime = await _runtime(row)
+        task = row.task()
         request_id = uuid.uuid4().hex
         server = self.server_manager
         # The rollout servers tag each output (e.g. the weight version it was generated with: min/max_global_steps);
@@ -120,7 +116,7 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
             trajectory,
             max_turns=runtime.max_turns,
             max_tokens=runtime.max_tokens,
-            seed=int(info.get("seed", 0)),
+            seed=row.seed,
             resources=runtime.resources,
             shaping=runtime.shaping,
             simulator=runtime.simulator,

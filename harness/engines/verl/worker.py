@@ -32,6 +32,7 @@ from harness.engines.verl.engine import (
     VerlConfig,
     verl_run_config,
 )
+from harness.engines.verl.rows import TaskRow
 from harness.engines.verl.traces import read_traces, trace_lines
 from harness.errors import EngineError
 
@@ -163,7 +164,6 @@ def write_data(job: VerlJob, config: VerlConfig, out: Path) -> tuple[Path, Path 
     spec_path = job.spec_path
     spec = load_spec(spec_path, job.profile)
     bench = load_benchmark(spec, spec_path.parent)
-    shaping = json.dumps(config.shaping)
     simulator = job.simulator
 
     def rows(split: str, limit: int | None) -> list[dict[str, Any]]:
@@ -177,21 +177,18 @@ def write_data(job: VerlJob, config: VerlConfig, out: Path) -> tuple[Path, Path 
                 "prompt": [{"role": "user", "content": f"task {t.id}"}],
                 "ability": "agent",
                 "reward_model": {"style": "agent", "ground_truth": t.answer},
-                "extra_info": {
-                    "index": i,
-                    "task_id": t.id,
-                    "prompt": t.prompt,
-                    "answer": t.answer,
-                    "task_data": json.dumps(t.data, default=str),
-                    "spec_path": str(spec_path),
-                    "profile": spec.profile,
-                    "max_turns": spec.agent.max_turns,
-                    "max_tokens": spec.evaluation.max_tokens,
-                    "seed": job.seed,
-                    "shaping": shaping,
-                    "simulator_url": simulator.base_url if simulator else "",
-                    "simulator_model": simulator.model if simulator else "",
-                },
+                "extra_info": TaskRow.of(
+                    i,
+                    t,
+                    spec_path=str(spec_path),
+                    profile=spec.profile,
+                    max_turns=spec.agent.max_turns,
+                    max_tokens=spec.evaluation.max_tokens,
+                    seed=job.seed,
+                    shaping=config.shaping,
+                    simulator_url=simulator.base_url if simulator else "",
+                    simulator_model=simulator.model if simulator else "",
+                ).extra_info(),
             }
             for i, t in enumerate(tasks)
         ]
