@@ -20,14 +20,18 @@ neither the first (warm-up) nor the last (checkpoint save) of seconds per step a
 (response tokens of all samples / ``timing_s/gen``), the ratios harness / verl (target >= 0.9 for tokens per second;
 verl / harness for seconds per step, so that >= 0.9 reads the same way), every ``timing_s/*`` phase side by side
 (where a difference goes), and both arms' mean response length and reward (the models learn differently, so lengths
-differ: tokens per second is the fairer figure).
+differ: tokens per second is the fairer figure). Where verl logs each step's tokens, also the work per step, all
+tokens per second over the timed steps pooled, each phase's seconds per 1,000 tokens and each step's figures, and
+the findings in words: whether the target is met, and where a slower step goes (more work, or a phase slower per
+token).
 
 Run on a GPU machine with the GPU set installed (``scripts/gpu-install.sh``):
 ``python bench/verl_speed.py [--profile speed-h200] [--seed 0] [--harness-run RUN_ID]`` (``--harness-run`` reuses a
-finished harness arm). Writes ``bench/results/verl-speed-<time>.md`` and ``.json``. ``--verl-only`` runs the verl
-arm alone, its configuration built as the harness's verl worker builds it (:func:`harness_config`), and writes its
-figures to ``artifacts/verl-speed-<time>/verl-only.json``: a check that the arm runs and how long it takes, never a
-comparison (that needs both arms on one machine).
+finished harness arm). Writes ``bench/results/verl-speed-<time>.md`` and ``.json``, with both arms' verl metrics
+in ``bench/results/verl-speed-<time>/``; ``--report <time>`` writes that report again from those metrics.
+``--verl-only`` runs the verl arm alone, its configuration built as the harness's verl worker builds it
+(:func:`harness_config`), and writes its figures to ``artifacts/verl-speed-<time>/verl-only.json``: a check that the
+arm runs and how long it takes, never a comparison (that needs both arms on one machine).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -218,14 +223,24 @@ def steps_of(metrics: Path) -> list[dict[str, float]]:
     return out
 
 
+def _pooled(steps: list[dict[str, float]], key: str, per: list[float]) -> float | None:
+    """Seconds of ``key`` per 1,000 of ``per`` (one count per step), summed over ``steps``; None where a step lacks
+    it."""
+    if not steps or any(key not in s for s in steps) or sum(per) <= 0:
+        return None
+    return 1000.0 * sum(s[key] for s in steps) / sum(per)
+
+
 def summary(steps: list[dict[str, float]], samples_per_step: int) -> dict[str, Any]:
-    """Medians over the steps between the first and the last, with rollout tokens per second per step."""
+    """Medians over the steps between the first and the last, with rollout tokens per second per step; where verl
+    logs each step's tokens (``perf/total_num_tokens``), the work per step and each phase's seconds per 1,000 tokens
+    over those steps (``timing_s/gen`` per 1,000 response tokens, the other phases per 1,000 of all tokens)."""
     for s in steps:
         s["rollout_tokens_per_s"] = s["response_length/mean"] * samples_per_step / s["timing_s/gen"]
     middle = steps[1:-1] if len(steps) > 2 else steps
     keys = sorted({k for s in middle for k in s if k.startswith("timing_s/")})
     med = {k: statistics.median(s[k] for s in middle if k in s) for k in keys}
-    return {
+    out: dict[str, Any] = {
         "steps": len(steps),
         "steps_timed": [int(s["step"]) for s in middle],
         "s_per_step": statistics.median(s["timing_s/step"] for s in middle),
@@ -237,6 +252,69 @@ def summary(steps: list[dict[str, float]], samples_per_step: int) -> dict[str, A
         "timing_medians": med,
         "total_s": sum(s["timing_s/step"] for s in steps),
     }
+    if all("perf/total_num_tokens" in s for s in middle):
+        tokens = [s["perf/total_num_tokens"] for s in middle]
+        responses = [s["response_length/mean"] * samples_per_step for s in middle]
+        out["tokens_per_step_mean"] = statistics.mean(tokens)
+        out["tokens_per_s_pooled"] = sum(tokens) / sum(s["timing_s/step"] for s in middle)
+        per_1k = {k: _pooled(middle, k, responses if k == "timing_s/gen" else tokens) for k in keys}
+        out["s_per_1k_tokens"] = {k: v for k, v in per_1k.items() if v is not None}
+        out["per_step"] = [
+            {
+                "step": int(s["step"]),
+                "tokens": int(s["perf/total_num_tokens"]),
+                "response_length_mean": s["response_length/mean"],
+                "response_length_max": s.get("response_length/max", float("nan")),
+                "gen_s": s["timing_s/gen"],
+                "step_s": s["timing_s/step"],
+            }
+            for s in steps
+        ]
+    return out
+
+
+TARGET = 0.9
+"""The harness's throughput at least this share of verl's own."""
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def findings(h: dict[str, Any], v: dict[str, Any]) -> list[str]:
+    """What the figures say about the target, and where a slower step goes."""
+    ratio_tok = h["rollout_tokens_per_s"] / v["rollout_tokens_per_s"]
+    ratio_all = h["throughput_tokens_per_s_per_gpu"] / v["throughput_tokens_per_s_per_gpu"]
+    met = ratio_tok >= TARGET and ratio_all >= TARGET
+    out = [
+        f"Target (the harness at least {TARGET}x verl's own throughput): **{'met' if met else 'not met'}** "
+        f"(rollout tokens / s {ratio_tok:.2f}, all tokens / s / GPU {ratio_all:.2f})."
+    ]
+    ratio_step = v["s_per_step"] / h["s_per_step"]
+    if ratio_step >= TARGET or "s_per_1k_tokens" not in h or "s_per_1k_tokens" not in v:
+        return out
+    per_token = {
+        k: v["s_per_1k_tokens"][k] / h["s_per_1k_tokens"][k]
+        for k in sorted(set(h["s_per_1k_tokens"]) & set(v["s_per_1k_tokens"]))
+        if k != "timing_s/step" and h["s_per_1k_tokens"][k] > 0
+    }
+    work = h["tokens_per_step_mean"] / v["tokens_per_step_mean"]
+    gaps = {k: h["timing_medians"][k] - v["timing_medians"].get(k, 0.0) for k in h["timing_medians"]}
+    widest = max((k for k in gaps if k != "timing_s/step"), key=lambda k: gaps[k])
+    slower = [k for k, r in per_token.items() if r < TARGET]
+    text = (
+        f"Seconds per step: the harness's steps take longer (verl / harness {ratio_step:.2f}), most of it in "
+        f"`{widest}` (+{gaps[widest]:.1f} s a step). Its steps hold {work:.2f}x verl's tokens (its agent writes "
+        f"{h['response_length_mean']:.0f} tokens a rollout over {h['num_turns_mean']:.1f} turns, verl's "
+        f"{v['response_length_mean']:.0f} over {v['num_turns_mean']:.1f}); "
+    )
+    if slower:
+        text += "per token, slower in " + ", ".join(f"`{k}` ({per_token[k]:.2f})" for k in slower) + "."
+    else:
+        lowest = min(per_token, key=lambda k: per_token[k])
+        text += f"per token no phase is slower (the lowest ratio, verl / harness: `{lowest}` {per_token[lowest]:.2f})."
+    out.append(text)
+    return out
 
 
 def report(h: dict[str, Any], v: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -250,6 +328,7 @@ def report(h: dict[str, Any], v: dict[str, Any], meta: dict[str, Any]) -> str:
         f"configuration, {h['steps']} GRPO steps of {meta['samples_per_step']} samples; medians over steps "
         f"{h['steps_timed'][0]}-{h['steps_timed'][-1]} (not the first, warm-up, nor the last, checkpoint save).",
         "",
+        *[line for finding in findings(h, v) for line in (finding, "")],
         "| | harness (Agent Framework agent, MCP calculator) | verl (tool_agent loop, function tool) | ratio |",
         "|---|---|---|---|",
         f"| rollout tokens / s | {h['rollout_tokens_per_s']:.0f} | {v['rollout_tokens_per_s']:.0f} | "
@@ -258,6 +337,15 @@ def report(h: dict[str, Any], v: dict[str, Any], meta: dict[str, Any]) -> str:
         f"| all tokens / s / GPU (verl's `perf/throughput`) | {h['throughput_tokens_per_s_per_gpu']:.0f} | "
         f"{v['throughput_tokens_per_s_per_gpu']:.0f} | "
         f"{h['throughput_tokens_per_s_per_gpu'] / v['throughput_tokens_per_s_per_gpu']:.2f} |",
+    ]
+    if "tokens_per_step_mean" in h and "tokens_per_step_mean" in v:
+        lines += [
+            f"| all tokens / s, the timed steps pooled | {h['tokens_per_s_pooled']:.0f} | "
+            f"{v['tokens_per_s_pooled']:.0f} | {h['tokens_per_s_pooled'] / v['tokens_per_s_pooled']:.2f} |",
+            f"| tokens per step (prompts and responses), mean | {h['tokens_per_step_mean']:.0f} | "
+            f"{v['tokens_per_step_mean']:.0f} | {h['tokens_per_step_mean'] / v['tokens_per_step_mean']:.2f} |",
+        ]
+    lines += [
         f"| response length, mean tokens | {h['response_length_mean']:.0f} | {v['response_length_mean']:.0f} | |",
         f"| turns per rollout, mean | {h['num_turns_mean']:.2f} | {v['num_turns_mean']:.2f} | |",
         f"| training reward, mean | {h['reward_mean']:.3f} | {v['reward_mean']:.3f} | |",
@@ -270,8 +358,55 @@ def report(h: dict[str, Any], v: dict[str, Any], meta: dict[str, Any]) -> str:
     ]
     for key in sorted(set(h["timing_medians"]) | set(v["timing_medians"])):
         hv, vv = h["timing_medians"].get(key), v["timing_medians"].get(key)
-        lines.append(f"| `{key}` | {'' if hv is None else f'{hv:.2f}'} | {'' if vv is None else f'{vv:.2f}'} |")
+        lines.append(f"| `{key}` | {_num(hv, 2)} | {_num(vv, 2)} |")
+    if "s_per_1k_tokens" in h and "s_per_1k_tokens" in v:
+        lines += [
+            "",
+            "Phases per token (seconds per 1,000 tokens over the timed steps: `gen` per 1,000 response tokens, the "
+            "others per 1,000 of all tokens; verl / harness above 1 where the harness is faster):",
+            "",
+            "| phase | harness | verl | verl / harness |",
+            "|---|---|---|---|",
+        ]
+        for key in sorted(set(h["s_per_1k_tokens"]) & set(v["s_per_1k_tokens"])):
+            hv, vv = h["s_per_1k_tokens"][key], v["s_per_1k_tokens"][key]
+            ratio = f"{vv / hv:.2f}" if hv > 0 else ""
+            lines.append(f"| `{key}` | {hv:.4f} | {vv:.4f} | {ratio} |")
+        lines += [
+            "",
+            "Each step (tokens of the step; its rollouts' mean and longest response; generation and step seconds):",
+            "",
+            "| step | harness tokens | mean / longest | gen s | step s "
+            "| verl tokens | mean / longest | gen s | step s |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for a, b in zip(h["per_step"], v["per_step"], strict=False):
+            lines.append(
+                f"| {a['step']} | {a['tokens']} | {a['response_length_mean']:.0f} / {a['response_length_max']:.0f} | "
+                f"{a['gen_s']:.1f} | {a['step_s']:.1f} | {b['tokens']} | {b['response_length_mean']:.0f} / "
+                f"{b['response_length_max']:.0f} | {b['gen_s']:.1f} | {b['step_s']:.1f} |"
+            )
     return "\n".join(lines) + "\n"
+
+
+def metrics_folder(stamp: str) -> Path:
+    """Where a report keeps both arms' verl metrics, one line a step, beside its ``.md`` and ``.json``."""
+    return REPO / "bench" / "results" / f"verl-speed-{stamp}"
+
+
+def render(stamp: str, meta: dict[str, Any]) -> str:
+    """The report of ``stamp`` from the metrics kept beside it: written as ``.md`` and ``.json``."""
+    folder = metrics_folder(stamp)
+    per_step = int(meta["samples_per_step"])
+    h = summary(steps_of(folder / "harness-verl-metrics.jsonl"), per_step)
+    v = summary(steps_of(folder / "verl-verl-metrics.jsonl"), per_step)
+    text = report(h, v, meta)
+    results = folder.parent
+    (results / f"verl-speed-{stamp}.md").write_text(text)
+    (results / f"verl-speed-{stamp}.json").write_text(
+        json.dumps({"meta": meta, "harness": h, "verl": v}, indent=2) + "\n"
+    )
+    return text
 
 
 def main() -> int:
@@ -282,7 +417,16 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--harness-run", help="reuse this finished harness arm")
     parser.add_argument("--verl-only", action="store_true", help="run the verl arm alone (a check, no comparison)")
+    parser.add_argument(
+        "--report", metavar="STAMP", help="write the report of an earlier run again from the metrics kept beside it"
+    )
     args = parser.parse_args()
+    if args.report:
+        kept = REPO / "bench" / "results" / f"verl-speed-{args.report}.json"
+        if not kept.exists() or not metrics_folder(args.report).is_dir():
+            sys.exit(f"verl_speed: no report {args.report} with its metrics under bench/results")
+        print(render(args.report, json.loads(kept.read_text())["meta"]))
+        return 0
 
     from harness.spec import load_spec
 
@@ -323,7 +467,6 @@ def main() -> int:
         (out / "verl-only.json").write_text(json.dumps(alone, indent=2) + "\n")
         print(json.dumps(alone, indent=2))
         return 0
-    h = summary(steps_of(train / "verl-metrics.jsonl"), per_step)
     gpu = subprocess.run(
         ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True
     ).stdout.strip()
@@ -337,12 +480,11 @@ def main() -> int:
         "harness_run": run_id,
         "samples_per_step": per_step,
     }
-    results = REPO / "bench" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    text = report(h, v, meta)
-    (results / f"verl-speed-{stamp}.md").write_text(text)
-    (results / f"verl-speed-{stamp}.json").write_text(json.dumps({"meta": meta, "harness": h, "verl": v}, indent=2))
-    print(text)
+    folder = metrics_folder(stamp)
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(train / "verl-metrics.jsonl", folder / "harness-verl-metrics.jsonl")
+    shutil.copyfile(out / "native" / "verl-metrics.jsonl", folder / "verl-verl-metrics.jsonl")
+    print(render(stamp, meta))
     return 0
 
 

@@ -56,6 +56,63 @@ def test_the_ratios_read_the_same_way_above_one_when_the_harness_is_faster(tmp_p
     assert "| `timing_s/gen` | 5.00 | 10.00 |" in text
 
 
+def work(n: int, total: float, gen: float, length: float, tokens: int) -> dict[str, float]:
+    """A step with verl's per-step token count and its longest response."""
+    extra = {"perf/total_num_tokens": tokens, "perf/throughput": tokens / total, "response_length/max": 2 * length}
+    return {**step(n, total, gen, length), **extra}
+
+
+def test_a_slower_step_with_more_work_is_told_apart_from_a_slower_engine(tmp_path: Path) -> None:
+    """Same speed per token, twice the tokens per step: the target is met and no phase is slower per token; the
+    same work at half the speed names the phase that costs it."""
+    meta = {"when": "T", "gpu": "G", "commit": "c", "profile": "p", "seed": 0, "harness_run": "r"}
+    meta["samples_per_step"] = 64
+    verl = [work(i, 10.0, 5.0, 80, 10_000) for i in range(1, 6)]
+    v = verl_speed.summary(verl_speed.steps_of(write_metrics(tmp_path / "v.jsonl", verl)), 64)
+    more = [work(i, 20.0, 10.0, 160, 20_000) for i in range(1, 6)]
+    h = verl_speed.summary(verl_speed.steps_of(write_metrics(tmp_path / "h.jsonl", more)), 64)
+    assert h["tokens_per_step_mean"] == 20_000 and h["tokens_per_s_pooled"] == 1000.0
+    assert h["s_per_1k_tokens"]["timing_s/gen"] == pytest.approx(10.0 / (160 * 64) * 1000)
+    assert h["s_per_1k_tokens"]["timing_s/update_actor"] == pytest.approx(0.5)
+    text = verl_speed.report(h, v, meta)
+    assert "Target (the harness at least 0.9x verl's own throughput): **met** (rollout tokens / s 1.00" in text
+    assert "most of it in `timing_s/gen` (+5.0 s a step). Its steps hold 2.00x verl's tokens" in text
+    assert "per token no phase is slower" in text
+    assert "| `timing_s/update_actor` | 0.5000 | 0.5000 | 1.00 |" in text
+    assert "| 3 | 20000 | 160 / 320 | 10.0 | 20.0 | 10000 | 80 / 160 | 5.0 | 10.0 |" in text
+
+    slow = [work(i, 20.0, 5.0, 80, 10_000) for i in range(1, 6)]  # the update takes 15 s instead of 5
+    h = verl_speed.summary(verl_speed.steps_of(write_metrics(tmp_path / "s.jsonl", slow)), 64)
+    text = verl_speed.report(h, v, meta)
+    assert "**not met**" in text and "per token, slower in `timing_s/update_actor` (0.33)." in text
+    old = [step(i, 20.0, 5.0, 80) for i in range(1, 6)]  # no token counts: the report keeps its first figures
+    h = verl_speed.summary(verl_speed.steps_of(write_metrics(tmp_path / "o.jsonl", old)), 64)
+    assert "s_per_1k_tokens" not in h and "Phases per token" not in verl_speed.report(h, v, meta)
+
+
+def test_a_report_is_written_again_from_the_metrics_kept_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(verl_speed, "REPO", tmp_path)
+    folder = verl_speed.metrics_folder("20260101T000000Z")
+    folder.mkdir(parents=True)
+    write_metrics(folder / "harness-verl-metrics.jsonl", [work(i, 10.0, 5.0, 80, 10_000) for i in range(1, 6)])
+    write_metrics(folder / "verl-verl-metrics.jsonl", [work(i, 20.0, 10.0, 80, 10_000) for i in range(1, 6)])
+    meta = {"when": "20260101T000000Z", "gpu": "G", "commit": "c", "profile": "p", "seed": 0, "harness_run": "r"}
+    (folder.parent / "verl-speed-20260101T000000Z.json").write_text(
+        json.dumps({"meta": {**meta, "samples_per_step": 64}})
+    )
+    monkeypatch.setattr(sys, "argv", ["verl_speed.py", "--report", "20260101T000000Z"])
+    assert verl_speed.main() == 0
+    text = (folder.parent / "verl-speed-20260101T000000Z.md").read_text()
+    assert "| s / step | 10.0 | 20.0 | 2.00 (verl / harness) |" in text and text in capsys.readouterr().out
+    kept = json.loads((folder.parent / "verl-speed-20260101T000000Z.json").read_text())
+    assert kept["meta"]["commit"] == "c" and kept["verl"]["tokens_per_s_pooled"] == 500.0
+    monkeypatch.setattr(sys, "argv", ["verl_speed.py", "--report", "20990101T000000Z"])
+    with pytest.raises(SystemExit, match="no report 20990101T000000Z with its metrics under bench/results"):
+        verl_speed.main()
+
+
 def test_the_harness_arm_is_stopped_with_sigint_once_training_is_done(tmp_path: Path) -> None:
     """A real child that prints the harness's line and then waits: it gets SIGINT (and records that it did), and
     the arm counts as finished; without the line the child's own exit status stands."""
