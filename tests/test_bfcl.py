@@ -147,7 +147,7 @@ def test_hostile_replies_are_refused_and_never_run(bench: Any, tmp_path: Path) -
     for name, template in HOSTILE.items():
         marker = tmp_path / f"ran-{name.replace(' ', '-')}"
         verdict = bench.verdict(template.format(marker=marker), task)
-        assert verdict["valid"] is False and verdict.get("refused"), (name, verdict)
+        assert verdict.valid is False and verdict.refused, (name, verdict)
         assert not marker.exists(), name
     marker = tmp_path / "bfcl-decoder-ran-it"
     probe = "from bfcl_eval.model_handler.utils import default_decode_ast_prompting as d; import sys; d(sys.argv[1])"
@@ -163,7 +163,7 @@ def test_right_and_wrong_replies_get_bfcls_verdicts(bench: Any) -> None:
     assert bench.score("calculate_triangle_area(base=10, height=5, unit='units')", task) == 1.0
     assert bench.score("[calculate_triangle_area(base=11, height=5)]", task) == 0.0
     wrong = bench.verdict("The area is 25.", task)
-    assert wrong["valid"] is False and wrong["error_type"] == "ast_decoder:decoder_failed"
+    assert wrong.valid is False and wrong.error_type == "ast_decoder:decoder_failed"
 
     def episode(text: str) -> Episode:
         return Episode(task_id=task.id, reward=0.0, passed=False, messages=[MessageRecord(role="assistant", text=text)])
@@ -183,11 +183,11 @@ def test_fc_mode_sends_bfcls_tools_and_checks_tool_calls(bench: Any) -> None:
     bench.options = bench.options.model_copy(update={"mode": "fc"})
     bench._prepared.clear()
     try:
-        (tool,) = bench.prepared(task)["tools"]
+        (tool,) = bench.prepared(task).tools
         assert tool["type"] == "function" and tool["function"]["name"] == "math_factorial"  # dots sent as "_"
-        assert bench.verdict([{"math_factorial": '{"number": 5}'}], task)["valid"] is True
-        assert bench.verdict([{"math_factorial": '{"number": 6}'}], task)["valid"] is False
-        assert bench.verdict("The factorial is 120.", task)["valid"] is False
+        assert bench.verdict([{"math_factorial": '{"number": 5}'}], task).valid is True
+        assert bench.verdict([{"math_factorial": '{"number": 6}'}], task).valid is False
+        assert bench.verdict("The factorial is 120.", task).valid is False
     finally:
         bench.options = bench.options.model_copy(update={"mode": "prompt"})
         bench._prepared.clear()
@@ -220,12 +220,12 @@ def test_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> Non
         for results in outputs.values():
             for result in results:
                 verdict = bench.verdict(result["result"], tasks[result["id"]])
-                if verdict.get("refused"):
+                if verdict.refused:
                     refused += 1
                     continue
                 compared += 1
-                passed[verdict["valid"]] += 1
-                if verdict["valid"] != expected[result["id"]]:
+                passed[verdict.valid] += 1
+                if verdict.valid != expected[result["id"]]:
                     disagreements.append((result["id"], result["result"], verdict, expected[result["id"]]))
     assert not disagreements, disagreements[:5]
     assert compared >= 200 and passed[True] >= 100 and passed[False] >= 100, (compared, passed)
@@ -247,7 +247,7 @@ def test_fc_verdicts_agree_with_bfcls_own_runner(bench: Any, tmp_path: Path) -> 
     bench._prepared.clear()
     try:
         by_id = {t.id: t for t in tasks}
-        got = {o["id"]: bench.verdict(o["result"], by_id[o["id"]])["valid"] for o in outputs}
+        got = {o["id"]: bench.verdict(o["result"], by_id[o["id"]]).valid for o in outputs}
     finally:
         bench.options = bench.options.model_copy(update={"mode": "prompt"})
         bench._prepared.clear()

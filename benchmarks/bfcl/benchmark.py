@@ -40,6 +40,7 @@ from harness.benchmark import (
 )
 
 _literal = load_module(Path(__file__).with_name("literal.py"), "harness_benchmark_bfcl_literal")
+_protocol = load_module(Path(__file__).with_name("protocol.py"), "harness_benchmark_bfcl_protocol")
 _checker = load_module(Path(__file__).with_name("checker.py"), "harness_benchmark_bfcl_checker")
 
 
@@ -53,6 +54,18 @@ class BfclOptions(BaseModel):
     answers: dict[str, DatasetFile] = Field(
         default_factory=dict, description="Category -> its possible-answer file (path in the package, sha256)."
     )
+
+
+class BfclVerdict(BaseModel):
+    """The benchmark's verdict on one output: BFCL's (``valid``, ``error_type``, ``error``), or why the harness kept
+    the output from the checker (``refused``) or the checker failed on it (``checker_failed``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    valid: bool
+    error_type: str = ""
+    error: Any = None
+    refused: str = ""
+    checker_failed: str = ""
 
 
 CALL_SYNTAX = re.compile(r"[A-Za-z_][\w.]*\(\s*[A-Za-z_]\w*\s*=")
@@ -75,8 +88,8 @@ class Bfcl(SingleTurnBenchmark):
         except ValueError as exc:
             raise SpecError(f"{folder / 'spec.yaml'}: agent.options: {str(exc).splitlines()[-2].strip()}") from None
         self._answers: dict[str, dict[str, Any]] = {}
-        self._prepared: dict[str, dict[str, Any]] = {}
-        self._verdicts: dict[tuple[str, str], dict[str, Any]] = {}
+        self._prepared: dict[str, _protocol.Prepared] = {}
+        self._verdicts: dict[tuple[str, str], BfclVerdict] = {}
 
     # -- tasks ---------------------------------------------------------------------------------------------------
     def _answers_of(self, category: str) -> dict[str, Any]:
@@ -103,32 +116,30 @@ class Bfcl(SingleTurnBenchmark):
             tasks.append(Task(id=task_id, prompt=question, answer="" if truth is None else json.dumps(truth), data=row))
         return tasks
 
-    def prepared(self, task: Task) -> dict[str, Any]:
+    def prepared(self, task: Task) -> _protocol.Prepared:
         """The task through BFCL's loader and handler: ``entry``, ``messages`` and (fc mode) ``tools``."""
         if task.id not in self._prepared:
             self._prepared[task.id] = _checker.shared_checker().prepare(task.data, self.options.mode)
         return self._prepared[task.id]
 
     # -- scoring -------------------------------------------------------------------------------------------------
-    def verdict(self, output: Any, task: Task) -> dict[str, Any]:
+    def verdict(self, output: Any, task: Task) -> BfclVerdict:
         """BFCL's verdict on ``output`` (prompt mode: the reply's text; fc mode: ``[{name: arguments}]`` or the
         reply's text when it made no call), with ``refused`` set when the harness kept it from the checker."""
         if self.options.mode == "prompt":
             why = _literal.refusal(output)
             if why is not None:
-                return {"valid": False, "error_type": "harness:refused", "error": why, "refused": why}
+                return BfclVerdict(valid=False, error_type="harness:refused", error=why, refused=why)
         answer = json.loads(task.answer) if task.answer else None
         try:
-            return _checker.shared_checker().check(self.prepared(task)["entry"], answer, self.options.mode, output)
+            checked = _checker.shared_checker().check(self.prepared(task).entry, answer, self.options.mode, output)
         except _checker.ReplyFault as exc:
-            return {
-                "valid": False,
-                "error_type": "harness:checker_failed",
-                "error": str(exc),
-                "checker_failed": str(exc),
-            }
+            return BfclVerdict(
+                valid=False, error_type="harness:checker_failed", error=str(exc), checker_failed=str(exc)
+            )
+        return BfclVerdict(valid=checked.valid, error_type=checked.error_type, error=checked.error)
 
-    def _text_verdict(self, text: str, task: Task) -> dict[str, Any]:
+    def _text_verdict(self, text: str, task: Task) -> BfclVerdict:
         """:meth:`verdict` of a reply's text, remembered (a trainer asks for the score and each shaping term)."""
         key = (task.id, text)
         if key not in self._verdicts:
@@ -138,7 +149,7 @@ class Bfcl(SingleTurnBenchmark):
         return self._verdicts[key]
 
     def score(self, text: str, task: Task) -> float:
-        return float(self._text_verdict(text, task)["valid"])
+        return float(self._text_verdict(text, task).valid)
 
     def shaping(self, episode: Episode, task: Task) -> dict[str, float]:
         """``names_function``: the reply names a function it was offered; ``call_syntax``: it contains something
@@ -148,33 +159,33 @@ class Bfcl(SingleTurnBenchmark):
         text = episode.final_text
         names = [f["name"] for f in task.data.get("function", [])]
         named = any(n in text or n.replace(".", "_") in text for n in names)
-        error_type = self._text_verdict(text, task).get("error_type", "")
+        error_type = self._text_verdict(text, task).error_type
         calls_wanted = bool(names) and "relevance" not in category_of(task.id)
         decodes = calls_wanted and not error_type.startswith(("ast_decoder", "harness:refused"))
         syntax = CALL_SYNTAX.search(text) is not None
         return {"names_function": float(named), "call_syntax": float(syntax), "decodes": float(decodes)}
 
     def training_prompt(self, task: Task) -> list[dict[str, str]]:
-        return [{"role": m["role"], "content": m["content"]} for m in self.prepared(task)["messages"]]
+        return [{"role": m["role"], "content": m["content"]} for m in self.prepared(task).messages]
 
     async def rollout(self, task: Task, ctx: RolloutContext) -> Episode:
         if category_of(task.id).startswith("multi_turn"):
             return await self._multi_turn(task, ctx)
         prepared = await asyncio.to_thread(self.prepared, task)
         prompt = [Message(role=m["role"], content=m["content"]) for m in self.training_prompt(task)]
-        extra: dict[str, Any] = {"tools": prepared["tools"]} if self.options.mode == "fc" and prepared["tools"] else {}
+        extra: dict[str, Any] = {"tools": prepared.tools} if self.options.mode == "fc" and prepared.tools else {}
         reply = await complete(ctx, prompt, **extra)
         calls = reply.message.tool_calls or []
         output: Any = reply.text
         if self.options.mode == "fc" and calls:
             output = [{c["function"]["name"]: c["function"]["arguments"]} for c in calls]
         verdict = await asyncio.to_thread(self.verdict, output, task)
-        reward = float(verdict["valid"])
-        info = {"category": category_of(task.id), "error_type": verdict.get("error_type", "")}
-        if verdict.get("refused"):
-            info.update(refused=verdict["refused"], failure="refused")
-        if verdict.get("checker_failed"):
-            info.update(checker_failed=verdict["checker_failed"], failure="checker")
+        reward = float(verdict.valid)
+        info = {"category": category_of(task.id), "error_type": verdict.error_type}
+        if verdict.refused:
+            info.update(refused=verdict.refused, failure="refused")
+        if verdict.checker_failed:
+            info.update(checker_failed=verdict.checker_failed, failure="checker")
         return Episode(
             task_id=task.id,
             reward=reward,
@@ -199,16 +210,16 @@ class Bfcl(SingleTurnBenchmark):
         if self.options.mode != "prompt":
             raise SpecError("bfcl: multi-turn categories run in prompt mode (agent.options.mode: prompt)")
         prepared = await asyncio.to_thread(self.prepared, task)
-        entry = prepared["entry"]
+        entry = prepared.entry
         session = _checker.Checker()
         started = time.perf_counter()
-        messages = [Message(role=m["role"], content=m["content"]) for m in prepared["messages"]]
+        messages = [Message(role=m["role"], content=m["content"]) for m in prepared.messages]
         record: list[MessageRecord] = [m.record() for m in messages]
         replies: list[list[str]] = []
         prompt_tokens = completion_tokens = calls = 0
         info: dict[str, Any] = {"category": category_of(task.id)}
         try:
-            max_steps = (await asyncio.to_thread(session.request, {"op": "max_steps"}))["max_steps"]
+            max_steps = (await asyncio.to_thread(session.max_steps)).max_steps
             for turn_index, turn in enumerate(entry["question"]):
                 if turn_index > 0:
                     asked = [Message(role=m["role"], content=m["content"]) for m in turn]
@@ -229,37 +240,33 @@ class Bfcl(SingleTurnBenchmark):
                     record.append(reply.message.record())
                     turn_replies.append(text)
                     why = _literal.refusal(text)
-                    ran = (
-                        None
-                        if why
-                        else await asyncio.to_thread(session.judged, {"op": "step", "entry": entry, "output": text})
-                    )
-                    why = why or (ran or {}).get("refused")
+                    ran = None if why else await asyncio.to_thread(session.step, entry, text)
+                    if isinstance(ran, _protocol.Refused):
+                        why = ran.refused
                     if why:
                         info.update(refused=why, error_type="harness:refused", failure="refused")
                         return self._multi_turn_episode(
                             task, 0.0, record, calls, prompt_tokens, completion_tokens, started, info
                         )
-                    assert ran is not None
-                    if not ran["decoded"]:
+                    assert isinstance(ran, _protocol.Stepped)
+                    if not ran.decoded:
                         break
-                    calls += len(ran["decoded"])
-                    results = Message(role=ran["message"]["role"], content=ran["message"]["content"])
+                    assert ran.message is not None
+                    calls += len(ran.decoded)
+                    results = Message(role=ran.message["role"], content=ran.message["content"])
                     messages.append(results)
-                    record.append(results.record(tool_results=ran["results"]))
+                    record.append(results.record(tool_results=ran.results))
                 if "force_quit" in info:
                     break
             answer = json.loads(task.answer)
-            verdict = await asyncio.to_thread(
-                session.judged, {"op": "check_multi_turn", "entry": entry, "answer": answer, "output": replies}
-            )
+            verdict = await asyncio.to_thread(session.check_multi_turn, entry, answer, replies)
         except _checker.ReplyFault as exc:  # the checker failed on this conversation's replies, and only on them
             info.update(checker_failed=str(exc), error_type="harness:checker_failed", failure="checker")
             return self._multi_turn_episode(task, 0.0, record, calls, prompt_tokens, completion_tokens, started, info)
         finally:
             await asyncio.to_thread(session.close)
-        info["error_type"] = verdict.get("error_type", "")
-        reward = float(verdict["valid"])
+        info["error_type"] = verdict.error_type
+        reward = float(verdict.valid)
         return self._multi_turn_episode(task, reward, record, calls, prompt_tokens, completion_tokens, started, info)
 
     def _multi_turn_episode(

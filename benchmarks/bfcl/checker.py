@@ -5,7 +5,9 @@ in the harness's environment. The child (``child.py``) runs in a mount and netwo
 system allows (its file system read-only but a scratch folder: ``confine.py``; no network), under an address-space
 limit, in that scratch folder, with an environment holding no keys of the caller; each request has a time limit,
 and a child that exceeds it is killed and replaced. One child serves a process (the evaluation's rollouts and a
-trainer's reward calls); requests are answered one at a time.
+trainer's reward calls); requests are answered one at a time. Each line either way is a record of ``protocol.py``;
+a line the child writes that is not a record of this protocol version, or not a reply to the request, is a
+:class:`CheckerError` that names what is wrong in one line.
 
 A model's reply can fail only its own sample. When the child fails on a request (an exception, a crash, the time
 limit), :meth:`Checker.judged` asks it (restarted if need be) to score known-good input (``probe``): if it does, the
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import json
 import os
 import selectors
 import shutil
@@ -28,8 +29,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from harness.benchmark import HarnessError, env_python, no_network_prefix, server_env
+from harness.benchmark import HarnessError, env_python, load_module, no_network_prefix, server_env
 
+protocol = load_module(Path(__file__).with_name("protocol.py"), "harness_benchmark_bfcl_protocol")
 CHILD = Path(__file__).with_name("child.py")
 MEMORY_BYTES = 4 << 30
 START_TIMEOUT_S = 120.0
@@ -95,15 +97,16 @@ class Checker:
         )
         self._proc = proc
         hello = self._read(proc, START_TIMEOUT_S)
-        if not hello.get("ready"):
-            raise CheckerError(f"BFCL checker did not start: {hello}")
-        self.confinement = str(hello.get("confinement", ""))
+        if not isinstance(hello, protocol.Ready):
+            self._kill()
+            raise CheckerError(f"BFCL checker did not start: it wrote a {hello.reply!r} reply: {hello}")
+        self.confinement = hello.confinement
         if not self.confinement.startswith("confined") and not _said_unconfined.is_set():
             _said_unconfined.set()
             print(f"BFCL checker: {self.confinement}", file=sys.stderr, flush=True)
         return proc
 
-    def _read(self, proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
+    def _read(self, proc: subprocess.Popen[str], timeout: float) -> protocol.Reply:
         assert proc.stdout is not None
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stdout, selectors.EVENT_READ)
@@ -116,10 +119,10 @@ class Checker:
             self._kill()
             raise CheckerError(f"BFCL checker exited: {err.strip().splitlines()[-1:] or 'no output'}")
         try:
-            return json.loads(line)
-        except ValueError:
+            return protocol.read_reply(line)
+        except protocol.ProtocolError as exc:
             self._kill()
-            raise CheckerError(f"BFCL checker wrote something that is not a reply: {line[:200]!r}") from None
+            raise CheckerError(f"BFCL checker: {exc}") from None
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -130,30 +133,36 @@ class Checker:
             self._scratch.cleanup()
             self._scratch = None
 
-    def request(self, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def request(self, req: protocol.Request, timeout: float | None = None) -> protocol.Reply:
+        """The child's reply to ``req``, one of the request's own (its ``REPLIES``); :class:`CheckerError` for a
+        failure the child reports and for a reply of another kind (the child is then replaced)."""
         timeout = REQUEST_TIMEOUT_S if timeout is None else timeout
         with self._lock:
             proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
             assert proc.stdin is not None
-            proc.stdin.write(json.dumps(payload) + "\n")
+            proc.stdin.write(protocol.line(req) + "\n")
             proc.stdin.flush()
             reply = self._read(proc, timeout)
-        if "failure" in reply:
-            raise CheckerError(f"BFCL checker: {reply['failure']}")
+            if not isinstance(reply, (*type(req).REPLIES, protocol.Failure)):
+                self._kill()
+                raise CheckerError(f"BFCL checker: a {reply.reply!r} reply to a {req.op!r} request")
+        if isinstance(reply, protocol.Failure):
+            raise CheckerError(f"BFCL checker: {reply.failure}")
         return reply
 
-    def probe(self) -> None:
+    def probe(self) -> protocol.ProbeResult:
         """Known-good input must score as BFCL scores it; :class:`CheckerError` when it does not."""
-        reply = self.request({"op": "probe"}, timeout=START_TIMEOUT_S)
-        if not reply.get("ok"):
+        reply = self.request(protocol.Probe(), timeout=START_TIMEOUT_S)
+        if not reply.ok:
             raise CheckerError(f"BFCL checker: the probe failed: {reply}")
+        return reply
 
-    def judged(self, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def judged(self, req: protocol.Request, timeout: float | None = None) -> protocol.Reply:
         """:meth:`request` for a request that carries a model's reply: a failure the reply caused is a
         :class:`ReplyFault` (the checker still scores known-good input afterwards); one it did not, a
         :class:`CheckerError`."""
         try:
-            return self.request(payload, timeout)
+            return self.request(req, timeout)
         except CheckerError as exc:
             reason = str(exc)
         try:
@@ -162,13 +171,26 @@ class Checker:
             raise CheckerError(f"{reason}; and it fails known-good input too (the probe: {exc})") from None
         raise ReplyFault(reason)
 
-    def prepare(self, entry: dict[str, Any], mode: str) -> dict[str, Any]:
+    def prepare(self, entry: dict[str, Any], mode: str) -> protocol.Prepared:
         """The row as BFCL's loader leaves it, with the messages (and, in fc mode, the tools) its handler sends."""
-        return self.request({"op": "prepare", "entry": entry, "mode": mode})
+        return self.request(protocol.Prepare(entry=entry, mode=mode))
 
-    def check(self, entry: dict[str, Any], answer: Any, mode: str, output: Any) -> dict[str, Any]:
-        """BFCL's verdict on one output: ``{"valid": bool, "error_type": str, "error": ...}``."""
-        return self.judged({"op": "check", "entry": entry, "answer": answer, "mode": mode, "output": output})
+    def check(self, entry: dict[str, Any], answer: Any, mode: str, output: Any) -> protocol.Verdict:
+        """BFCL's verdict on one single-turn output (:meth:`judged`)."""
+        return self.judged(protocol.Check(entry=entry, answer=answer, mode=mode, output=output))
+
+    def step(self, entry: dict[str, Any], output: str) -> protocol.Stepped | protocol.Refused:
+        """One step of a multi-turn conversation on this child's backends (:meth:`judged`): the reply's calls run
+        and the message carrying their results, or why the reply was refused."""
+        return self.judged(protocol.Step(entry=entry, output=output))
+
+    def check_multi_turn(self, entry: dict[str, Any], answer: Any, output: list[list[str]]) -> protocol.Verdict:
+        """BFCL's multi-turn verdict on a conversation's replies, per turn and step (:meth:`judged`)."""
+        return self.judged(protocol.CheckMultiTurn(entry=entry, answer=answer, output=output))
+
+    def max_steps(self) -> protocol.MaxSteps:
+        """BFCL's limit of model steps in one turn."""
+        return self.request(protocol.AskMaxSteps())
 
     def close(self) -> None:
         with self._lock:

@@ -1,25 +1,12 @@
-"""BFCL's own code, run in its environment (``.venvs/bfcl``) as a child of the harness: one JSON request per line on
-stdin, one JSON reply per line on stdout.
+"""BFCL's own code, run in its environment (``.venvs/bfcl``) as a child of the harness: it answers the requests of
+``protocol.py``, one record a line on stdin, its reply a line on stdout. A request that is not a record of this
+protocol version gets a :class:`protocol.Failure` saying why in one line, and the child serves the next one.
 
-Requests:
-
-- ``{"op": "prepare", "entry": <dataset row>, "mode": "prompt"|"fc"}`` -> ``{"entry": <row as BFCL's loader leaves
-  it>, "messages": [...], "tools": [...]}``: the row through BFCL's own loading steps (predefined functions, the
-  language hint in each function description), the messages its OpenAI-compatible handler sends (prompt mode: its
-  system prompt listing the functions) and, in ``fc`` mode, the tools as its handler converts them.
-- ``{"op": "step", "entry": <prepared multi-turn row>, "output": <reply>}`` -> ``{"decoded": [...] | null,
-  "results": [...], "message": {...}}``: one step of a multi-turn conversation, as BFCL's prompting inference runs
-  it (decode; run the calls on this process's backends; the results message in BFCL's format); ``{"refused": why}``
-  when the reply is beyond the bounds of ``literal.py`` or has an argument that is not a literal.
-- ``{"op": "check_multi_turn", "entry": ..., "answer": <ground truth turns>, "output": <replies per turn>}`` ->
-  the verdict of BFCL's multi-turn checker (state and results of the backends against the ground truth's).
-- ``{"op": "check", "entry": <prepared row>, "answer": <ground truth or null>, "mode": ..., "output": ...}`` ->
-  ``{"valid": bool, "error_type": str, "error": ...}``: the verdict of BFCL's eval runner for one entry, from the
-  functions it calls per entry (``_evaluate_single_ast_entry``, ``_evaluate_single_relevance_entry``) with the
-  handler of the mode. ``output`` is the model's text (prompt mode) or its tool calls as ``[{name: arguments}]``
-  (fc mode), as BFCL's handlers record them.
-- ``{"op": "probe"}`` -> ``{"ok": true}`` when a known-good reply scores as BFCL scores it (single-turn and
-  multi-turn): the harness asks after any failure, to tell a reply that broke the checker from a broken checker.
+It prepares a row as BFCL's loader and handler do (:func:`prepare`), scores a single-turn output with the functions
+BFCL's eval runner calls per entry (:func:`check`), runs a multi-turn conversation's steps on its backends
+(:func:`step`) and scores the conversation with BFCL's multi-turn checker (:func:`check_multi_turn`). The harness
+asks it to score known-good input (:func:`probe`) after any failure, to tell a reply that broke the checker from a
+broken checker.
 
 Model text never reaches ``eval``: a prompt-mode output goes to BFCL's decoder only after ``literal.py`` has found it
 made of plain calls with literal arguments within bounds (the decoder calls ``eval`` on other argument expressions),
@@ -33,7 +20,6 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.util
-import json
 import os
 import sys
 import traceback
@@ -58,6 +44,7 @@ def _load(name: str) -> ModuleType:
 
 literal = _load("literal")
 dispatch = _load("dispatch")
+protocol = _load("protocol")
 CONFINEMENT = (
     _load("confine").confine(Path.cwd(), os.environ.get(MOUNT_NS_ENV, ""))
     if __name__ == "__main__"
@@ -102,7 +89,10 @@ def ast_runner() -> tuple[Any, dict[str, Any], Any]:
     return eval_runner, handlers, style.model_style
 
 
-def prepare(entry: dict, mode: str) -> dict:
+def prepare(entry: dict, mode: str) -> protocol.Prepared:
+    """The row through BFCL's own loading steps (predefined functions, the language hint in each function
+    description), the messages its OpenAI-compatible handler sends (prompt mode: its system prompt listing the
+    functions) and, in ``fc`` mode, the tools as its handler converts them."""
     (entry,) = populate_test_cases_with_predefined_functions([copy.deepcopy(entry)])
     (entry,) = add_language_specific_hint_to_function_doc([entry])
     messages = copy.deepcopy(entry["question"][0])
@@ -114,14 +104,16 @@ def prepare(entry: dict, mode: str) -> dict:
         from bfcl_eval.model_handler.utils import convert_to_tool
 
         tools = convert_to_tool(entry["function"], GORILLA_TO_OPENAPI, ast_runner()[2])
-    return {"entry": entry, "messages": messages, "tools": tools}
+    return protocol.Prepared(entry=entry, messages=messages, tools=tools)
 
 
-def check(entry: dict, answer: list | None, mode: str, output: object) -> dict:
+def check(entry: dict, answer: list | None, mode: str, output: object) -> protocol.Verdict:
+    """The verdict of BFCL's eval runner for one entry, from the functions it calls per entry
+    (``_evaluate_single_ast_entry``, ``_evaluate_single_relevance_entry``) with the handler of the mode."""
     from bfcl_eval.constants.enums import Language, ReturnFormat
 
     if isinstance(output, str) and (why := literal.refusal(output)) is not None:  # the harness checks first too
-        return {"valid": False, "error_type": "harness:refused", "error": why}
+        return protocol.Verdict(valid=False, error_type="harness:refused", error=why)
 
     eval_runner, handlers, _style = ast_runner()
     category = extract_test_category_from_id(entry["id"])
@@ -142,7 +134,9 @@ def check(entry: dict, answer: list | None, mode: str, output: object) -> dict:
             return_format=ReturnFormat.PYTHON,
             has_tool_call_tag=False,
         )
-    return {"valid": bool(result["valid"]), "error_type": result.get("error_type", ""), "error": result.get("error")}
+    return protocol.Verdict(
+        valid=bool(result["valid"]), error_type=result.get("error_type", ""), error=result.get("error")
+    )
 
 
 def decode(reply: str) -> tuple[list, list[str]] | None:
@@ -162,22 +156,22 @@ def decode(reply: str) -> tuple[list, list[str]] | None:
     return found, texts
 
 
-def step(entry: dict, output: str) -> dict:
+def step(entry: dict, output: str) -> protocol.Stepped | protocol.Refused:
     """One model step of a multi-turn turn, as BFCL's prompting inference does it: decode the reply into calls
     (a reply that does not decode, or decodes to nothing, ends the turn) and run them on this session's backends
     by name; the message that carries the results back, in BFCL's format."""
     try:
         decoded = decode(output)
     except literal.Refused as exc:
-        return {"refused": str(exc)}
+        return protocol.Refused(refused=str(exc))
     if decoded is None:
-        return {"decoded": None}
+        return protocol.Stepped(decoded=None)
     found, texts = decoded
     if entry["id"] not in SESSIONS:
         SESSIONS[entry["id"]] = dispatch.Backends(entry)
     results = SESSIONS[entry["id"]].run(found)
     message = format_execution_results_prompting({}, results, {"model_responses_decoded": texts})
-    return {"decoded": texts, "results": results, "message": {"role": "user", "content": message}}
+    return protocol.Stepped(decoded=texts, results=results, message={"role": "user", "content": message})
 
 
 def multi_turn_verdict(entry: dict, answer: list, model_turns: list[list[list]]) -> dict:
@@ -209,13 +203,15 @@ def multi_turn_verdict(entry: dict, answer: list, model_turns: list[list[list]])
     return {"valid": True}
 
 
-def check_multi_turn(entry: dict, answer: list, output: list) -> dict:
+def check_multi_turn(entry: dict, answer: list, output: list) -> protocol.Verdict:
     """BFCL's multi-turn verdict, as its eval runner reaches it (``_evaluate_single_multi_turn_entry``): a model
     stopped before the last turn fails; each step's reply is decoded (replies that do not decode are skipped);
     :func:`multi_turn_verdict` runs the decoded calls and the ground truth on fresh backends and compares state
     and results turn by turn."""
     if len(output) != len(answer):
-        return {"valid": False, "error_type": "multi_turn:force_terminated", "error": "fewer turns than the task"}
+        return protocol.Verdict(
+            valid=False, error_type="multi_turn:force_terminated", error="fewer turns than the task"
+        )
     decoded_turns = []
     for turn in output:
         decoded_steps = []
@@ -223,16 +219,14 @@ def check_multi_turn(entry: dict, answer: list, output: list) -> dict:
             try:
                 decoded = decode(reply)
             except literal.Refused as exc:
-                return {"valid": False, "error_type": "harness:refused", "error": str(exc)}
+                return protocol.Verdict(valid=False, error_type="harness:refused", error=str(exc))
             if decoded is not None:
                 decoded_steps.append(decoded[0])
         decoded_turns.append(decoded_steps)
     result = multi_turn_verdict(entry, answer, decoded_turns)
-    return {
-        "valid": bool(result["valid"]),
-        "error_type": result.get("error_type", ""),
-        "error": result.get("error_message"),
-    }
+    return protocol.Verdict(
+        valid=bool(result["valid"]), error_type=result.get("error_type", ""), error=result.get("error_message")
+    )
 
 
 PROBE_ENTRY = {
@@ -255,44 +249,52 @@ PROBE_ENTRY = {
 }
 
 
-def probe() -> dict:
+def probe() -> protocol.ProbeResult | protocol.Failure:
     """Known-good input scored as BFCL scores it: a right single-turn reply is valid, a wrong one is not, and a
     multi-turn call runs on a fresh backend."""
-    entry = prepare(PROBE_ENTRY, "prompt")["entry"]
+    entry = prepare(PROBE_ENTRY, "prompt").entry
     truth = [{"calculate_triangle_area": {"base": [10], "height": [5]}}]
-    right = check(entry, truth, "prompt", "[calculate_triangle_area(base=10, height=5)]")["valid"]
-    wrong = check(entry, truth, "prompt", "[calculate_triangle_area(base=11, height=5)]")["valid"]
+    right = check(entry, truth, "prompt", "[calculate_triangle_area(base=10, height=5)]").valid
+    wrong = check(entry, truth, "prompt", "[calculate_triangle_area(base=11, height=5)]").valid
     added = dispatch.Backends({"id": "multi_turn_base_0", "involved_classes": ["MathAPI"]}).run(
         literal.calls("[add(a=1, b=2)]")
     )
     ok = right is True and wrong is False and added == ['{"result": 3}']
-    return {"ok": ok} if ok else {"failure": f"probe: right {right}, wrong {wrong}, add {added}"}
+    return (
+        protocol.ProbeResult(ok=True)
+        if ok
+        else protocol.Failure(failure=f"probe: right {right}, wrong {wrong}, add {added}")
+    )
+
+
+def reply_to(text: str) -> protocol.Reply:
+    """The reply to one request line: its op's record, or a :class:`protocol.Failure` for a line that is not a
+    request of this version or a request that failed."""
+    try:
+        req = protocol.read_request(text)
+    except protocol.ProtocolError as exc:
+        return protocol.Failure(failure=str(exc))
+    try:
+        if isinstance(req, protocol.Prepare):
+            return prepare(req.entry, req.mode)
+        if isinstance(req, protocol.Check):
+            return check(req.entry, req.answer, req.mode, req.output)
+        if isinstance(req, protocol.Step):
+            return step(req.entry, req.output)
+        if isinstance(req, protocol.CheckMultiTurn):
+            return check_multi_turn(req.entry, req.answer, req.output)
+        if isinstance(req, protocol.Probe):
+            return probe()
+        return protocol.MaxSteps(max_steps=MAXIMUM_STEP_LIMIT)
+    except Exception as exc:
+        return protocol.Failure(failure=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=4))
 
 
 def main() -> None:
-    print(json.dumps({"ready": True, "confinement": CONFINEMENT}), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-            if req["op"] == "prepare":
-                reply = prepare(req["entry"], req["mode"])
-            elif req["op"] == "check":
-                reply = check(req["entry"], req.get("answer"), req["mode"], req["output"])
-            elif req["op"] == "step":
-                reply = step(req["entry"], req["output"])
-            elif req["op"] == "check_multi_turn":
-                reply = check_multi_turn(req["entry"], req["answer"], req["output"])
-            elif req["op"] == "probe":
-                reply = probe()
-            elif req["op"] == "max_steps":
-                reply = {"max_steps": MAXIMUM_STEP_LIMIT}
-            else:
-                reply = {"failure": f"unknown op {req['op']!r}"}
-        except Exception as exc:
-            reply = {"failure": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=4)}
-        print(json.dumps(reply, default=repr), flush=True)
+    print(protocol.line(protocol.Ready(confinement=CONFINEMENT)), flush=True)
+    for text in sys.stdin:
+        if text.strip():
+            print(protocol.line(reply_to(text)), flush=True)
 
 
 if __name__ == "__main__":

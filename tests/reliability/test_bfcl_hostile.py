@@ -203,22 +203,24 @@ def test_a_reply_that_breaks_the_checker_fails_its_sample_and_a_broken_checker_f
     live = checker.Checker()
     try:
         with pytest.raises(checker.ReplyFault, match="KeyError"):
-            live.judged({"op": "check", "entry": {}, "answer": None, "mode": "prompt", "output": "[f(x=1)]"})
+            live.check({}, None, "prompt", "[f(x=1)]")
         live.probe()  # the same child scores known-good input afterwards
     finally:
         live.close()
     broken_env = tmp_path / "env"
     (broken_env / "bin").mkdir(parents=True)
     fake = broken_env / "bin" / "python"
+    ready = json.dumps({"schema_version": 1, "reply": "ready", "confinement": "not confined: a test's child"})
+    failure = json.dumps({"schema_version": 1, "reply": "failure", "failure": "ImportError: no BFCL here"})
     fake.write_text(
-        f"#!{sys.executable}\nimport json, sys\nprint(json.dumps({{'ready': True}}), flush=True)\n"
-        "for line in sys.stdin:\n    print(json.dumps({'failure': 'ImportError: no BFCL here'}), flush=True)\n"
+        f"#!{sys.executable}\nimport sys\nprint({ready!r}, flush=True)\n"
+        f"for line in sys.stdin:\n    print({failure!r}, flush=True)\n"
     )
     fake.chmod(0o755)
     broken = checker.Checker(python=fake)
     try:
         with pytest.raises(checker.CheckerError, match="fails known-good input too"):
-            broken.judged({"op": "check", "entry": {}, "answer": None, "mode": "prompt", "output": "[f(x=1)]"})
+            broken.check({}, None, "prompt", "[f(x=1)]")
     finally:
         broken.close()
 
