@@ -362,7 +362,7 @@ def test_rollouts_on_a_multi_worker_ray_cluster(
         spec = load_spec(MATH_SPEC, "smoke-verl")
         _, bench, _ = open_benchmark("math", "smoke-verl")
         rows, _ = load_split(spec.dataset, "test")
-        tasks = [{"id": t.id, "prompt": t.prompt, "answer": t.answer} for t in bench.tasks(rows)[:2]]
+        tasks = bench.tasks(rows)[:2]
         results = cluster_rollouts(
             address=f"127.0.0.1:{port}",
             spec_path=MATH_SPEC,
@@ -377,9 +377,9 @@ def test_rollouts_on_a_multi_worker_ray_cluster(
         os.killpg(head.pid, signal.SIGTERM)
         head.wait(timeout=90)
         shutil.rmtree(temp_dir, ignore_errors=True)
-    assert sorted(r["task_id"] for r in results) == sorted(t["id"] for t in tasks)
-    assert len({r["pid"] for r in results}) == 2  # two workers, one task each
+    assert sorted(r.task_id for r in results) == sorted(t.id for t in tasks)
+    assert len({r.pid for r in results}) == 2  # two workers, one task each
     for r in results:
-        assert r["llm_calls"] >= 1 and r["trained_tokens"] > 0
-        assert len(r["response_ids"]) == len(r["response_mask"]) <= 24
-        assert r["messages"][1]["content"] in {t["prompt"] for t in tasks}
+        assert r.llm_calls >= 1 and r.trained_tokens > 0 and r.schema_version == 1
+        assert len(r.response_ids) == len(r.response_mask) <= 24
+        assert r.messages[1]["content"] in {t.prompt for t in tasks}

@@ -12,8 +12,11 @@ from __future__ import annotations
 import os
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
+from harness.benchmark.protocol import Task
 from harness.engines.shaping import Shaping
 from harness.engines.verl.rollout import Generate, Trajectory, traced_rollout
 
@@ -52,6 +55,32 @@ def transformers_generator(model_path: str, seed: int = 0) -> tuple[Any, Generat
     return tokenizer, generate
 
 
+class ClusterRollout(BaseModel):
+    """One traced rollout of a Ray actor, as it comes back to the driver: its task and reward, where it ran (node and
+    process), the trajectory's tokens and counts, and the conversation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    task_id: str
+    reward: float
+    passed: bool
+    error: str
+    """Why the agent stopped early; empty when it did not."""
+    node: str
+    pid: int
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    """1 for a token the policy generated (trained), 0 for one the harness inserted (tool results, templates)."""
+    messages: list[dict[str, Any]]
+    llm_calls: int
+    prompt_tokens: int
+    response_tokens: int
+    trained_tokens: int
+    tool_calls: int
+
+
 class RolloutWorker:
     """A Ray actor body: the benchmark, its resources and a generator, kept for all the rollouts it runs."""
 
@@ -67,16 +96,13 @@ class RolloutWorker:
         self.resources: Any = None
 
     async def rollouts(
-        self, tasks: list[dict[str, Any]], sampling: dict[str, Any], budget: int, shaping: dict[str, float]
-    ) -> list[dict[str, Any]]:
-        from harness.benchmark.protocol import Task
-
+        self, tasks: list[Task], sampling: dict[str, Any], budget: int, shaping: dict[str, float]
+    ) -> list[ClusterRollout]:
         if self.stack is None:
             self.stack = AsyncExitStack()
             self.resources = await self.stack.enter_async_context(self.bench.resources())
         results = []
-        for raw in tasks:
-            task = Task(**raw)
+        for task in tasks:
             trajectory = Trajectory(self.tokenizer, self.generate, dict(sampling), budget)
             result = await traced_rollout(
                 self.bench,
@@ -89,19 +115,19 @@ class RolloutWorker:
                 shaping=Shaping.from_config(shaping),
             )
             results.append(
-                {
-                    "task_id": task.id,
-                    "reward": result.reward,
-                    "passed": result.passed,
-                    "error": result.error,
-                    "node": os.uname().nodename,
-                    "pid": os.getpid(),
-                    "prompt_ids": trajectory.prompt_ids,
-                    "response_ids": trajectory.response_ids,
-                    "response_mask": trajectory.response_mask,
-                    "messages": trajectory.messages,
+                ClusterRollout(
+                    task_id=task.id,
+                    reward=result.reward,
+                    passed=result.passed,
+                    error=result.error,
+                    node=os.uname().nodename,
+                    pid=os.getpid(),
+                    prompt_ids=trajectory.prompt_ids,
+                    response_ids=trajectory.response_ids,
+                    response_mask=trajectory.response_mask,
+                    messages=trajectory.messages,
                     **trajectory.summary(),
-                }
+                )
             )
         return results
 
@@ -116,14 +142,14 @@ def cluster_rollouts(
     address: str | None,
     spec_path: Path,
     profile: str,
-    tasks: list[dict[str, Any]],
+    tasks: list[Task],
     model_path: Path,
     workers: int,
     sampling: dict[str, Any],
     budget: int,
     shaping: dict[str, float] | None = None,
     seed: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[ClusterRollout]:
     """Run traced rollouts of ``tasks`` on ``workers`` Ray actors of the cluster at ``address`` (None: local head).
 
     The harness's code reaches the actors through the runtime environment (``PYTHONPATH``), as in training.
