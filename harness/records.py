@@ -116,6 +116,19 @@ class Versions:
         except ValidationError as err:
             raise self.error(f"{self._at(where)}{first_error(err)}") from None
 
+    def parse_lines(self, data: bytes, model: type[M], where: str, *, numbered: bool = True) -> list[M]:
+        """The records of the JSON lines in ``data``, in order (:meth:`parse`). A line that is not JSON (or not
+        UTF-8) is one a crash or a second writer cut off, and is skipped; any other line that is not a record of
+        this version is a one-line error naming ``where`` and, when ``numbered``, the line (``where:N``)."""
+        out = []
+        for number, line in enumerate(data.splitlines(), start=1):
+            try:
+                raw = json.loads(line.decode("utf-8"))
+            except ValueError:  # not JSON, or cut inside a character
+                continue
+            out.append(self.parse(raw, model, f"{where}:{number}" if numbered else where))
+        return out
+
     def read(self, path: Path, model: type[M]) -> M:
         """The record in the JSON file ``path``: read, upgraded and validated (:meth:`parse`)."""
         what = self.what or "record"

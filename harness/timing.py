@@ -13,7 +13,6 @@ line that is not a mark is a one-line error naming the file and the line; a line
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -71,11 +70,4 @@ def read(path: str | os.PathLike[str]) -> list[TimingMark]:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         return []
-    out: list[TimingMark] = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        try:
-            raw = json.loads(line.decode("utf-8"))
-        except ValueError:  # not JSON, or cut inside a character
-            continue
-        out.append(TIMING_VERSIONS.parse(raw, TimingMark, f"{path}:{number}"))
-    return out
+    return TIMING_VERSIONS.parse_lines(data, TimingMark, str(path))

@@ -65,3 +65,15 @@ def test_an_older_record_is_upgraded_and_a_newer_one_refused(tmp_path: Path) -> 
         VERSIONS.read(path, Thing)
     with pytest.raises(HarnessError, match="cannot read thing"):
         VERSIONS.read(tmp_path / "missing.json", Thing)
+
+
+def test_json_lines_skip_a_cut_line_and_name_a_bad_one() -> None:
+    whole = [json.dumps({"schema_version": 2, "name": n}).encode() for n in ("a", "b")]
+    cut = whole[1][:9] + "é".encode()[:1]  # a write that ended inside a character
+    data = whole[0] + b"\n" + cut + b"\n" + whole[1] + b"\n" + b"\n" + b'{"title": "c"}'
+    assert [t.name for t in VERSIONS.parse_lines(data, Thing, "f.jsonl")] == ["a", "b", "c"]
+    bad = data + b'\n{"schema_version": 2, "size": 1}\n'
+    with pytest.raises(HarnessError, match=r"^f.jsonl:6: thing: name: missing required key$"):
+        VERSIONS.parse_lines(bad, Thing, "f.jsonl")
+    with pytest.raises(HarnessError, match=r"^f.jsonl: thing: name: missing required key$"):
+        VERSIONS.parse_lines(bad, Thing, "f.jsonl", numbered=False)

@@ -39,14 +39,8 @@ def read_records(path: Path) -> dict[Key, Episode]:
     out: dict[Key, Episode] = {}
     if not path.exists():
         return out
-    with path.open("rb") as f:
-        for number, line in enumerate(f, start=1):
-            try:
-                raw = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                continue
-            episode = VERSIONS.parse(raw, Episode, f"{path}:{number}")
-            out[(episode.task_id, episode.sample)] = episode
+    for episode in VERSIONS.parse_lines(path.read_bytes(), Episode, str(path)):
+        out[(episode.task_id, episode.sample)] = episode
     return out
 
 

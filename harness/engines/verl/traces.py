@@ -58,14 +58,7 @@ def append_trace(path: Path, line: TraceLine) -> None:
 def trace_lines(data: bytes, path: Path) -> list[TraceLine]:
     """The trace lines in ``data``, whole lines of the trace at ``path``: a line two writers cut is skipped; a JSON
     line that is not a trace line of this version is a one-line :class:`EngineError` naming ``path``."""
-    out = []
-    for line in data.splitlines():
-        try:
-            raw = json.loads(line.decode("utf-8"))
-        except ValueError:  # not JSON, or cut inside a character
-            continue
-        out.append(TRACE_VERSIONS.parse(raw, TraceLine, str(path)))
-    return out
+    return TRACE_VERSIONS.parse_lines(data, TraceLine, str(path), numbered=False)
 
 
 def read_traces(path: Path) -> list[TraceLine]:
