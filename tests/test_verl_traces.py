@@ -23,6 +23,7 @@ from harness.engines.verl.rows import TaskRow
 from harness.engines.verl.traces import TraceLine, append_trace, read_traces
 from harness.engines.verl.worker import MetricsRelay, TraceGroups
 from harness.errors import EngineError
+from harness.paths import env_python
 from support import MATH_SPEC
 
 
@@ -176,3 +177,56 @@ def test_the_agent_loop_writes_a_line_the_worker_reads(
     assert line.messages[-1]["content"] == "### 391"
     groups = TraceGroups(path, 2)
     assert groups.take() is None and groups.pending == {"group-3": [(line.reward, 1.0)]}
+
+
+@pytest.mark.skipif(not env_python("bfcl").exists(), reason="the BFCL environment is missing (run `make env`)")
+def test_the_agent_loop_scores_a_bfcl_task_by_bfcls_checker(
+    agent_loop: ModuleType, smoke_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BFCL's GPU profile through the same loop: a training task of simple_python, a right call and a wrong one from
+    the policy; the rewards are the checker's verdicts, as VERL's Ray workers will compute them."""
+    from transformers import AutoTokenizer
+
+    from harness.assets.data import load_split
+    from harness.rollout.loading import open_benchmark
+
+    spec, bench, spec_path = open_benchmark("bfcl", "learn-h200")
+    rows, _ = load_split(bench.spec.dataset, "simple_python-train")
+    (task,) = bench.tasks(rows[:1])
+    ((name, params),) = json.loads(task.answer)[0].items()  # BFCL's possible answer: {name: {param: [values]}}
+    tokenizer = AutoTokenizer.from_pretrained(smoke_model)
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    right = "[" + name + "(" + ", ".join(f"{k}={v[0]!r}" for k, v in params.items() if v and v[0] != "") + ")]"
+    replies = [right, "I cannot call any of these functions."]
+
+    async def generate(*, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any]) -> Any:
+        ids = tokenizer(replies.pop(0), add_special_tokens=False)["input_ids"] + [end]
+        return SimpleNamespace(token_ids=ids, log_probs=[-0.5] * len(ids), extra_fields={})
+
+    path = tmp_path / "rollout-traces.jsonl"
+    monkeypatch.setenv("HARNESS_VERL_TRACE", str(path))
+    loop = agent_loop.HarnessAgentLoop()
+    loop.tokenizer = tokenizer
+    loop.server_manager = SimpleNamespace(generate=generate)
+    loop.rollout_config = SimpleNamespace(response_length=256, prompt_length=2048)
+    row = TaskRow.of(
+        0, task, spec_path=str(spec_path), profile=spec.profile, max_turns=spec.agent.max_turns,
+        max_tokens=spec.evaluation.max_tokens, seed=0, shaping={},
+    )  # fmt: skip
+
+    async def rollouts() -> list[Any]:
+        try:
+            return [await loop.run({"temperature": 1.0}, extra_info=row.extra_info(), uid="g") for _ in range(2)]
+        finally:
+            for runtime in agent_loop._RUNTIMES.values():
+                await runtime.stack.aclose()
+            agent_loop._RUNTIMES.clear()
+
+    outputs = asyncio.run(rollouts())
+    lines = read_traces(path)
+    assert [(line.task_id, line.task_reward, line.passed) for line in lines] == [
+        (task.id, 1.0, True),
+        (task.id, 0.0, False),
+    ]
+    assert [o.reward_score for o in outputs] == [1.0, 0.0]
+    assert lines[0].messages[-1]["content"] == right
