@@ -11,7 +11,6 @@ it resumed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -30,8 +29,8 @@ def find_run_dir(run_id: str, root: Path | None = None) -> Path:
         return direct
     for candidate in sorted(runs.glob(f"*/{STATE_FILE}")):
         try:
-            attempts = json.loads(candidate.read_text()).get("attempts", [])
-        except (OSError, ValueError, AttributeError):
+            attempts = read_state(candidate.parent).attempts
+        except HarnessError:  # a folder whose state cannot be read is not the one asked for
             continue
         if run_id in attempts:
             return candidate.parent
