@@ -130,6 +130,37 @@ def agent_loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     sys.modules.pop("harness.engines.verl.agent_loop", None)
 
 
+def scripted_loop(agent_loop: ModuleType, tokenizer: Any, replies: list[str], served: list[int], **lengths: int) -> Any:
+    """The agent loop with a stand-in for VERL's servers that answers ``replies`` in order (each prompt's length
+    appended to ``served``); ``lengths``: ``response_length`` and ``prompt_length``."""
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    async def generate(*, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any]) -> Any:
+        served.append(len(prompt_ids))
+        ids = tokenizer(replies[len(served) - 1], add_special_tokens=False)["input_ids"] + [end]
+        return SimpleNamespace(token_ids=ids, log_probs=[-0.5] * len(ids), extra_fields={})
+
+    loop = agent_loop.HarnessAgentLoop()
+    loop.tokenizer = tokenizer
+    loop.server_manager = SimpleNamespace(generate=generate)
+    loop.rollout_config = SimpleNamespace(**lengths)
+    return loop
+
+
+def run_rollouts(agent_loop: ModuleType, loop: Any, info: dict[str, Any], uid: str, n: int = 1) -> list[Any]:
+    """``n`` rollouts of one task row, then the benchmark runtimes' sessions closed (the calculator's)."""
+
+    async def rollouts() -> list[Any]:
+        try:
+            return [await loop.run({"temperature": 1.0}, extra_info=info, uid=uid) for _ in range(n)]
+        finally:
+            for runtime in agent_loop._RUNTIMES.values():
+                await runtime.stack.aclose()
+            agent_loop._RUNTIMES.clear()
+
+    return asyncio.run(rollouts())
+
+
 def test_the_agent_loop_writes_a_line_the_worker_reads(
     agent_loop: ModuleType, smoke_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,37 +169,18 @@ def test_the_agent_loop_writes_a_line_the_worker_reads(
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(smoke_model)
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     turns = ['<tool_call>\n{"name": "calculate", "arguments": {"expression": "17*23"}}\n</tool_call>', "### 391"]
     served: list[int] = []
-
-    async def generate(*, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any]) -> Any:
-        served.append(len(prompt_ids))
-        ids = tokenizer(turns[len(served) - 1], add_special_tokens=False)["input_ids"] + [end]
-        return SimpleNamespace(token_ids=ids, log_probs=[-0.5] * len(ids), extra_fields={})
-
     path = tmp_path / "rollout-traces.jsonl"
     monkeypatch.setenv("HARNESS_VERL_TRACE", str(path))
-    loop = agent_loop.HarnessAgentLoop()
-    loop.tokenizer = tokenizer
-    loop.server_manager = SimpleNamespace(generate=generate)
-    loop.rollout_config = SimpleNamespace(response_length=512, prompt_length=4096)
+    loop = scripted_loop(agent_loop, tokenizer, turns, served, response_length=512, prompt_length=4096)
     row = TaskRow.of(
         0, Task(id="t7", prompt="What is 17 times 23?", answer="391"), spec_path=str(MATH_SPEC), profile="smoke-verl",
         max_turns=5, max_tokens=128, seed=0, shaping={"format_reward": 0.1},
     )  # fmt: skip
     pd.DataFrame([{"extra_info": row.extra_info()}]).to_parquet(tmp_path / "train.parquet")
     info = pd.read_parquet(tmp_path / "train.parquet").to_dict("records")[0]["extra_info"]  # as VERL hands it over
-
-    async def rollout() -> Any:
-        try:
-            return await loop.run({"temperature": 1.0}, extra_info=info, uid="group-3")
-        finally:
-            for runtime in agent_loop._RUNTIMES.values():
-                await runtime.stack.aclose()  # the calculator's session
-            agent_loop._RUNTIMES.clear()
-
-    output = asyncio.run(rollout())
+    (output,) = run_rollouts(agent_loop, loop, info, "group-3")
     (line,) = read_traces(path)
     assert (line.task_id, line.uid, line.task_reward, line.passed, line.error) == ("t7", "group-3", 1.0, True, "")
     assert line.reward == output.reward_score and line.reward > line.task_reward  # the shaping's format term
@@ -183,7 +195,7 @@ def test_the_agent_loop_writes_a_line_the_worker_reads(
 def test_the_agent_loop_scores_a_bfcl_task_by_bfcls_checker(
     agent_loop: ModuleType, smoke_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """BFCL's GPU profile through the same loop: a training task of simple_python, a right call and a wrong one from
+    """BFCL's GPU profile through the same loop: a training task of simple_python, a right call and a prose reply from
     the policy; the rewards are the checker's verdicts, as VERL's Ray workers will compute them."""
     from transformers import AutoTokenizer
 
@@ -195,34 +207,16 @@ def test_the_agent_loop_scores_a_bfcl_task_by_bfcls_checker(
     (task,) = bench.tasks(rows[:1])
     ((name, params),) = json.loads(task.answer)[0].items()  # BFCL's possible answer: {name: {param: [values]}}
     tokenizer = AutoTokenizer.from_pretrained(smoke_model)
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     right = "[" + name + "(" + ", ".join(f"{k}={v[0]!r}" for k, v in params.items() if v and v[0] != "") + ")]"
-    replies = [right, "I cannot call any of these functions."]
-
-    async def generate(*, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any]) -> Any:
-        ids = tokenizer(replies.pop(0), add_special_tokens=False)["input_ids"] + [end]
-        return SimpleNamespace(token_ids=ids, log_probs=[-0.5] * len(ids), extra_fields={})
-
     path = tmp_path / "rollout-traces.jsonl"
     monkeypatch.setenv("HARNESS_VERL_TRACE", str(path))
-    loop = agent_loop.HarnessAgentLoop()
-    loop.tokenizer = tokenizer
-    loop.server_manager = SimpleNamespace(generate=generate)
-    loop.rollout_config = SimpleNamespace(response_length=256, prompt_length=2048)
+    replies = [right, "I cannot call any of these functions."]
+    loop = scripted_loop(agent_loop, tokenizer, replies, [], response_length=256, prompt_length=2048)
     row = TaskRow.of(
         0, task, spec_path=str(spec_path), profile=spec.profile, max_turns=spec.agent.max_turns,
         max_tokens=spec.evaluation.max_tokens, seed=0, shaping={},
     )  # fmt: skip
-
-    async def rollouts() -> list[Any]:
-        try:
-            return [await loop.run({"temperature": 1.0}, extra_info=row.extra_info(), uid="g") for _ in range(2)]
-        finally:
-            for runtime in agent_loop._RUNTIMES.values():
-                await runtime.stack.aclose()
-            agent_loop._RUNTIMES.clear()
-
-    outputs = asyncio.run(rollouts())
+    outputs = run_rollouts(agent_loop, loop, row.extra_info(), "g", n=2)
     lines = read_traces(path)
     assert [(line.task_id, line.task_reward, line.passed) for line in lines] == [
         (task.id, 1.0, True),
