@@ -7,6 +7,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 MATH_SPEC = REPO / "benchmarks" / "math" / "spec.yaml"
+BFCL_SPEC = REPO / "benchmarks" / "bfcl" / "spec.yaml"
 
 
 def copy_math_benchmark(dest: Path, smoke_overrides: dict[str, Any]) -> Path:

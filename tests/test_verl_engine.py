@@ -31,7 +31,7 @@ from harness.errors import HarnessError
 from harness.rollout.loading import open_benchmark
 from harness.rollout.toolcalls import parse_hermes
 from harness.spec import load_spec
-from support import MATH_SPEC
+from support import BFCL_SPEC, MATH_SPEC
 
 RUN_ARGS: dict[str, Any] = {
     "model_path": "/models/base",
@@ -115,6 +115,22 @@ def test_smoke_verl_profile_is_a_valid_scaled_down_seed() -> None:
     assert out["actor_rollout_ref"]["actor"]["clip_ratio_high"] == 0.3  # seed values it does not change stay
     assert out["trainer"]["total_training_steps"] == 2
     assert "shaping" not in out and "train_limit" not in out
+
+
+@pytest.mark.parametrize("profile", ["learn-h200", "smoke-verl"])
+def test_a_profile_setting_a_few_keys_gets_the_listed_defaults_not_verls(profile: str) -> None:
+    """BFCL's verl profiles set only the keys they change: the rest must be the defaults ``harness engines verl``
+    lists (the reference recipe's), not VERL's own, which train with GAE and a critic on 8 GPUs with 2-way tensor
+    parallelism and fail on one GPU."""
+    config = VerlConfig.model_validate(load_spec(BFCL_SPEC, profile).training.config)
+    run = verl_run_config(config, ray_address=None, **{**RUN_ARGS, "val_file": None})
+    assert run["algorithm"] == {"adv_estimator": "grpo"}
+    assert (run["trainer"]["n_gpus_per_node"], run["trainer"]["nnodes"]) == (1, 1)
+    rollout = run["actor_rollout_ref"]["rollout"]
+    assert (rollout["name"], rollout["tensor_model_parallel_size"]) == ("vllm", 1)
+    assert run["actor_rollout_ref"]["actor"]["use_kl_loss"] is False
+    assert run["actor_rollout_ref"]["ref"]["fsdp_config"] == {"param_offload": False}
+    assert run["actor_rollout_ref"]["model"]["path"] == RUN_ARGS["model_path"]
 
 
 def test_ray_address_resolution(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,9 +79,15 @@ class Actor(_Section):
     fsdp_config: FsdpConfig = FsdpConfig()
 
 
+class RefFsdpConfig(_Section):
+    """The reference model has no optimizer: only its parameters can be offloaded."""
+
+    param_offload: bool = False
+
+
 class Ref(_Section):
     log_prob_micro_batch_size_per_gpu: int = Field(2, gt=0)
-    fsdp_config: FsdpConfig = FsdpConfig()
+    fsdp_config: RefFsdpConfig = RefFsdpConfig()
 
 
 class ModelCfg(_Section):
@@ -127,9 +133,12 @@ HARNESS_KEYS = {"n_workers", "train_limit", "val_limit", "shaping", "overrides"}
 
 
 def to_verl_dict(config: VerlConfig, model_path: str | None = None) -> dict[str, Any]:
-    """The VERL keys the spec sets (VERL's own defaults supply the rest), with dotted overrides applied: the
-    dictionary the seed passes to ``VERL(...)``."""
-    out = config.model_dump(mode="python", exclude=HARNESS_KEYS, exclude_unset=True)
+    """Every VERL key :class:`VerlConfig` models, as the spec sets it or else at the model's default (the reference
+    recipe's value), with dotted overrides applied: the dictionary the seed passes to ``VERL(...)``. VERL's own
+    defaults supply only the keys the model leaves out: where they differ (its advantage estimator is GAE, with a
+    critic; it asks for 8 GPUs and 2-way tensor parallelism), a profile that sets a few keys would otherwise get
+    VERL's, not the defaults ``harness engines verl`` lists."""
+    out = config.model_dump(mode="python", exclude=HARNESS_KEYS)
     if model_path is not None:
         out["actor_rollout_ref"]["model"]["path"] = model_path
     for dotted, value in config.overrides.items():
