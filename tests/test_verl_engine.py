@@ -154,6 +154,53 @@ def test_engine_without_gpus_or_cluster_says_so(monkeypatch: pytest.MonkeyPatch,
     assert raised.value.exit_code == 2  # the machine does not fit the profile: a user error, not a crash
 
 
+def _with_training(spec: Any, **changes: Any) -> Any:
+    raw = copy.deepcopy(spec.training.config)
+    for dotted, value in changes.items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return spec.model_copy(update={"training": spec.training.model_copy(update={"config": raw})})
+
+
+def test_a_profile_that_would_train_a_critic_is_refused_before_anything_starts() -> None:
+    from harness.engines import check_engine
+    from harness.errors import SpecError
+
+    spec, bench, _ = open_benchmark("math", "smoke-verl")
+    check_engine(spec, bench)  # GRPO: no critic
+    with pytest.raises(SpecError, match="adv_estimator: gae trains a critic"):
+        check_engine(_with_training(spec, **{"algorithm.adv_estimator": "gae"}), bench)
+
+
+def test_a_profile_wanting_more_gpus_than_the_machine_has_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where VERL would wait for GPUs the machine lacks and then fail inside Ray, the engine says it in one line."""
+    import torch
+
+    from harness.engines.base import TrainRequest
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    spec = load_spec(BFCL_SPEC, "smoke-verl")
+
+    def request(spec: Any) -> TrainRequest:
+        return TrainRequest(
+            spec=spec, spec_path=BFCL_SPEC, base_model=tmp_path, output_dir=tmp_path / "t", seed=0,
+            log_path=tmp_path / "l",
+        )  # fmt: skip
+
+    assert VerlEngine().job(request(spec)).ray_address is None  # 1 GPU wanted (the listed default), 1 there
+    wanting_two = _with_training(spec, **{"trainer.n_gpus_per_node": 2})
+    with pytest.raises(HarnessError, match=r"trains on 2 GPUs .* this machine has 1") as raised:
+        VerlEngine().job(request(wanting_two))
+    assert raised.value.exit_code == 2
+
+
 def test_step_record_summarises_verl_metrics() -> None:
     data = {
         "critic/score/mean": 0.25,

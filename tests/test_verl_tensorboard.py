@@ -94,7 +94,7 @@ def test_without_a_folder_there_is_no_tensorboard_logger() -> None:
 
 
 # Stand-ins for what VERL's worker imports and calls before VERL trains: they record what VERL would be handed
-# (the merged configuration and the worker's own TENSORBOARD_DIR) and stop the worker.
+# (the merged configuration, the worker's own TENSORBOARD_DIR, whether VERL's config check ran) and stop the worker.
 STANDINS = {
     "hydra/__init__.py": """
         import contextlib
@@ -122,13 +122,32 @@ STANDINS = {
     """,
     "verl/__init__.py": "",
     "verl/trainer/__init__.py": "",
+    "verl/trainer/ppo/__init__.py": "",
+    "verl/trainer/ppo/utils.py": """
+        def need_critic(cfg):
+            return cfg["algorithm"]["adv_estimator"] == "gae"
+
+        def need_reference_policy(cfg):
+            return cfg["actor_rollout_ref"]["actor"]["use_kl_loss"]
+    """,
+    "verl/utils/__init__.py": "",
+    "verl/utils/config.py": """
+        import os
+
+        def validate_config(config, use_reference_policy, use_critic):
+            os.environ["VERL_STANDIN_CHECKED"] = f"{use_reference_policy} {use_critic}"
+    """,
     "verl/trainer/main_ppo.py": """
         import json
         import os
         import sys
 
         def main(cfg):
-            record = {"cfg": cfg, "TENSORBOARD_DIR": os.environ.get("TENSORBOARD_DIR")}
+            record = {
+                "cfg": cfg,
+                "TENSORBOARD_DIR": os.environ.get("TENSORBOARD_DIR"),
+                "checked": os.environ.get("VERL_STANDIN_CHECKED"),
+            }
             with open(os.environ["VERL_STANDIN_RECORD"], "w") as f:
                 json.dump(record, f)
             sys.exit(3)
@@ -164,6 +183,7 @@ def test_the_worker_hands_verl_the_run_folders_tensorboard(tmp_path: Path, monke
     assert cfg["trainer"]["logger"] == ["console", "file", "tensorboard"]
     assert cfg["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]["TENSORBOARD_DIR"] == str(board)  # Ray workers
     assert handed["TENSORBOARD_DIR"] == str(board)  # and the driver
+    assert handed["checked"] == "False False"  # VERL's own check ran first: no reference policy, no critic
     # the configuration the worker keeps beside the run is what VERL was handed
     assert json.loads((run_dir / "train" / "verl-config.json").read_text()) == cfg
     assert cfg["trainer"]["experiment_name"] == "math-r1"  # the run's id names the experiment in VERL

@@ -157,6 +157,51 @@ def test_every_profile_validates_inside(image: str, benchmark: str) -> None:
     assert lines and any("engine=verl" in line for line in lines)
 
 
+VERL_CHECK = """
+import json, pathlib
+from harness.engines.verl.compose import check, compose
+from harness.engines.verl.engine import VerlConfig, verl_run_config
+from harness.errors import EngineError
+from harness.spec import load_spec, profile_names
+places = dict(model_path="/model", train_file="/t.parquet", output_dir=pathlib.Path("/run/train"),
+              agent_loop_config="/loops.yaml", seed=0, ray_address=None)
+out = {}
+for spec_file in sorted(pathlib.Path("/opt/harness/benchmarks").glob("*/spec.yaml")):
+    for profile in profile_names(spec_file):
+        spec = load_spec(spec_file, profile)
+        if spec.training is None or spec.training.engine != "verl":
+            continue
+        config = VerlConfig.model_validate(spec.training.config)
+        run = verl_run_config(config, val_file=spec.training.validation_split and "/v.parquet", **places)
+        try:
+            check(compose(run))
+            out[f"{spec.name}/{profile}"] = "ok"
+        except EngineError as err:
+            out[f"{spec.name}/{profile}"] = str(err)
+# VERL's own default estimator (GAE) trains a critic the harness gives no model: refused, not started.
+del run["algorithm"]
+try:
+    check(compose(run))
+    out["without algorithm"] = "ok"
+except EngineError as err:
+    out["without algorithm"] = str(err)
+print(json.dumps(out))
+"""
+
+
+def test_every_verl_profile_passes_verls_own_check_inside(image: str) -> None:
+    """Each verl profile of every benchmark, composed over VERL's own ``ppo_trainer`` defaults as the worker does,
+    passes VERL's own config check (what ``main_ppo`` runs before Ray starts) without a GPU; a run config that
+    leaves the estimator to VERL's default (GAE) is refused for its critic."""
+    proc = run_in(image, "python", "-c", VERL_CHECK)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdicts = json.loads(proc.stdout.strip().splitlines()[-1])
+    refused = verdicts.pop("without algorithm")
+    assert "VERL would train a critic (algorithm.adv_estimator=gae" in refused, refused
+    assert {"math/tuned-h200", "tau2/h200", "bfcl/learn-h200", "bfcl/smoke-verl"} <= set(verdicts)
+    assert {k: v for k, v in verdicts.items() if v != "ok"} == {}
+
+
 def _pytest_wheels(tmp: Path) -> Path:
     """pytest for the image's Python (pure-Python wheels, the versions of locks/harness.txt)."""
     pins = lock_versions(ROOT / "locks" / "harness.txt")

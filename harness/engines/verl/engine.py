@@ -13,16 +13,18 @@ LLM call to tokens. The final FSDP checkpoint is merged into a Hugging Face fold
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.benchmark.protocol import Benchmark
 from harness.engines.base import EngineConfig, TrainRequest, WorkerEngine, register_engine
 from harness.engines.jobs import SimulatorRef, VerlJob
 from harness.engines.progress import ProgressRecord
-from harness.errors import HarnessError
+from harness.errors import EngineError, HarnessError, SpecError
 from harness.spec import BenchmarkSpec
 
 AGENT_LOOP_TARGET = "harness.engines.verl.agent_loop.HarnessAgentLoop"
@@ -258,19 +260,58 @@ class VerlEngine(WorkerEngine[VerlJob]):
         n = to_verl_dict(config).get("actor_rollout_ref", {}).get("rollout", {}).get("n")
         return int(n if n is not None else config.actor_rollout_ref.rollout.n)
 
+    @classmethod
+    def check(cls, spec: BenchmarkSpec, bench: Benchmark) -> None:
+        """The shaping terms (:meth:`Engine.check`), no critic (the harness gives a critic no model), and, where
+        VERL is installed (the GPU image, a GPU machine), VERL's own check of the composed config
+        (:mod:`harness.engines.verl.compose`), so that a profile VERL refuses fails before anything starts."""
+        super().check(spec, bench)
+        config = VerlConfig.model_validate(spec.training.config)
+        if config.algorithm.adv_estimator == "gae":
+            raise SpecError(
+                "training.config.algorithm.adv_estimator: gae trains a critic, which the verl engine does not set "
+                "up: use grpo, rloo, reinforce_plus_plus or grpo_passk"
+            )
+        if importlib.util.find_spec("verl") is None:
+            return
+        from harness.engines.verl.compose import check, compose
+
+        run = verl_run_config(
+            config,
+            model_path="/model",
+            train_file="/data/train.parquet",
+            val_file=None if spec.training.validation_split is None else "/data/val.parquet",
+            output_dir=Path("/run/train"),
+            agent_loop_config="/run/train/agent-loops.yaml",
+            seed=0,
+            ray_address=None,
+        )
+        try:
+            check(compose(run))
+        except EngineError as err:
+            raise SpecError(f"training.config: {err}") from None
+
     def job(self, request: TrainRequest) -> VerlJob:
         ray_address = resolve_ray_address(request.ray_address)
         if ray_address is None:
             try:
                 import torch
 
-                has_cuda = bool(torch.cuda.is_available())
+                gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
             except ImportError:
-                has_cuda = False
-            if not has_cuda:
+                gpus = 0
+            if not gpus:
                 raise HarnessError(  # the machine does not fit the profile: the user's to fix
                     "the verl engine needs CUDA GPUs (or a Ray cluster with them: --ray-address); "
                     "use profile 'smoke' on a CPU machine"
+                )
+            trainer = to_verl_dict(VerlConfig.model_validate(request.spec.training.config))["trainer"]
+            wanted = int(trainer["n_gpus_per_node"]) * int(trainer["nnodes"])
+            if wanted > gpus:
+                raise HarnessError(
+                    f"profile {request.spec.profile!r} trains on {wanted} GPUs (trainer.n_gpus_per_node x "
+                    f"trainer.nnodes) and this machine has {gpus}: lower them in the profile, or give a Ray cluster "
+                    "with --ray-address"
                 )
         sim = request.simulator
         simulator = SimulatorRef(base_url=sim.base_url, model=sim.model) if sim else None

@@ -25,6 +25,7 @@ from harness.engines.curves import StepCurves
 from harness.engines.jobs import TrainInfo, VerlJob
 from harness.engines.progress import ProgressRecord, progress_line
 from harness.engines.signal import GroupSignal, group_signal
+from harness.engines.verl.compose import check, compose
 from harness.engines.verl.engine import (
     AGENT_LOOP_NAME,
     AGENT_LOOP_TARGET,
@@ -229,9 +230,7 @@ def merge_checkpoint(checkpoints: Path, base_model: Path, target: Path) -> Path:
 
 
 def main(job_path: str) -> int:
-    import hydra
     import verl.trainer.main_ppo as main_ppo
-    from omegaconf import OmegaConf
 
     job = VerlJob.read(Path(job_path))
     from harness.spec import load_spec
@@ -283,11 +282,11 @@ def main(job_path: str) -> int:
     (out / "verl-config.json").write_text(json.dumps(run_config, indent=2, sort_keys=True) + "\n")
     print(f"verl: {n_train} training tasks; ray {run_config['ray_kwargs']['ray_init']['address']}", flush=True)
 
-    config_dir = str(Path(main_ppo.__file__).parent / "config")
-    with hydra.initialize_config_dir(config_dir=config_dir, version_base=None):
-        cfg = hydra.compose(config_name="ppo_trainer")
-    OmegaConf.set_struct(cfg, False)
-    cfg = OmegaConf.merge(cfg, OmegaConf.create(run_config))
+    cfg = compose(run_config)
+    try:
+        check(cfg)  # VERL's own check, before Ray starts: one line rather than a traceback from inside it
+    except EngineError as err:
+        raise SystemExit(str(err)) from None
 
     rollout = run_config.get("actor_rollout_ref", {}).get("rollout", {})
     n = int(rollout.get("n", config.actor_rollout_ref.rollout.n))  # the group size
