@@ -111,28 +111,38 @@ def test_trl_groups_are_blocks_of_n_and_the_training_reward_is_the_sum() -> None
     assert meter.take() is None  # taken once
 
 
-def test_verl_groups_come_from_the_trace_once_complete(tmp_path: Path) -> None:
+def test_verl_groups_of_a_step_are_its_batch_of_ids_in_trace_order(tmp_path: Path) -> None:
+    """VERL writes every rollout of step k before any of step k + 1; the relay may read step k's metrics only after
+    step k + 1's first rollouts are written. Step k's figures are its own batch of groups all the same."""
     trace = tmp_path / "rollout-traces.jsonl"
-    groups = TraceGroups(trace, 2)
+    groups = TraceGroups(trace, n=2, batch=2)
 
-    def line(uid: str, reward: float, task_reward: float) -> TraceLine:
+    def line(uid: str, reward: float, task_reward: float, validation: bool = False) -> TraceLine:
         return TraceLine(
-            task_id="t", uid=uid, reward=reward, task_reward=task_reward, passed=task_reward == 1.0, error="",
-            llm_calls=1, prompt_tokens=5, response_tokens=3, trained_tokens=3, tool_calls=0, messages=[],
+            task_id="t", uid=uid, validation=validation, reward=reward, task_reward=task_reward,
+            passed=task_reward == 1.0, error="", llm_calls=1, prompt_tokens=5, response_tokens=3, trained_tokens=3,
+            tool_calls=0, messages=[],
         )  # fmt: skip
 
-    for traced in (line("u1", 1.0, 1.0), line("u1", 0.0, 0.0), line("u2", 0.1, 0.0), line("", 1.0, 1.0)):
+    assert groups.take(0) is None  # nothing traced yet
+    step1 = [line("a", 1.0, 1.0), line("b", 0.1, 0.0), line("a", 0.0, 0.0), line("b", 0.0, 0.0)]
+    validation = [line("v", 1.0, 1.0, validation=True), line("v", 0.0, 0.0, validation=True), line("", 0.0, 0.0)]
+    step2_so_far = [line("c", 1.0, 1.0), line("c", 1.0, 1.0), line("d", 1.0, 1.0)]  # before step 1's metrics are read
+    for traced in step1 + validation + step2_so_far:
         append_trace(trace, traced)
-    found = groups.take()
-    assert found is not None and (found.groups, found.signal_groups) == (1, 1)  # u2 is not complete yet
-    last = json.dumps(line("u2", 0.0, 0.0).model_dump())
+    found = groups.take(0)
+    assert found is not None and (found.groups, found.signal_groups, found.task_signal_groups) == (2, 2, 1)
+    partial = json.dumps(line("d", 0.0, 0.0).model_dump())
     with trace.open("a") as fh:
-        fh.write(last[:20])  # a line still being written
-    assert groups.take() is None
+        fh.write(partial[:20])  # d's second line still being written
+    found = groups.take(1)
+    assert found is not None and (found.groups, found.signal_groups, found.reward_mean) == (2, 0, 1.0)
     with trace.open("a") as fh:
-        fh.write(last[20:] + "\n")
-    found = groups.take()
-    assert found is not None and (found.groups, found.signal_groups, found.task_signal_groups) == (1, 1, 0)
+        fh.write(partial[20:] + "\n")
+    found = groups.take(1)
+    assert found is not None and (found.groups, found.signal_groups) == (2, 1)  # d: 1.0 and 0.0
+    assert groups.take(2) is None and groups.order == ["a", "b", "c", "d"]
+    assert TraceGroups(trace, n=1, batch=2).take(0) is None  # groups of one carry no signal
 
 
 def test_the_no_signal_line() -> None:

@@ -201,6 +201,27 @@ def test_a_profile_wanting_more_gpus_than_the_machine_has_says_so(
     assert raised.value.exit_code == 2
 
 
+def test_the_progress_counts_to_verls_own_step_count(tmp_path: Path) -> None:
+    """VERL trains epochs x whole batches of the training tasks (it drops a partial last batch), or
+    ``trainer.total_training_steps`` where a profile sets it: the bar's total, not 0."""
+    from harness.engines.base import TrainRequest
+
+    spec = load_spec(BFCL_SPEC, "learn-h200")  # batch 8, 1 epoch
+
+    def steps(spec: Any, tasks: int) -> int | None:
+        request = TrainRequest(
+            spec=spec, spec_path=BFCL_SPEC, base_model=tmp_path, output_dir=tmp_path / "t", seed=0,
+            log_path=tmp_path / "l", tasks=[Task(id=f"t{i}", prompt="p", answer="a") for i in range(tasks)],
+        )  # fmt: skip
+        return VerlEngine().total_steps(request)
+
+    assert steps(spec, 140) == 17  # the 140 training tasks of simple_python: 17 steps, as the GPU run logged
+    assert steps(_with_training(spec, **{"trainer.total_epochs": 2}), 140) == 34
+    assert steps(_with_training(spec, train_limit=20), 140) == 2
+    assert steps(_with_training(spec, overrides={"trainer.total_training_steps": 5}), 140) == 5
+    assert steps(spec, 7) is None  # not one whole batch: unknown, no bar total
+
+
 def test_step_record_summarises_verl_metrics() -> None:
     data = {
         "critic/score/mean": 0.25,

@@ -31,13 +31,17 @@ def through_parquet(rows: list[TaskRow], tmp_path: Path) -> list[dict[str, Any]]
 
 
 def test_a_row_reads_back_through_parquet_as_it_was_written(tmp_path: Path) -> None:
-    written = [row(), row(max_tokens=256, simulator_url="http://127.0.0.1:9/v1", simulator_model="user")]
+    written = [
+        row(),
+        row(max_tokens=256, simulator_url="http://127.0.0.1:9/v1", simulator_model="user", validation=True),
+    ]
     read = [TaskRow.read(raw) for raw in through_parquet(written, tmp_path)]
     assert read == written
     assert read[0].task() == Task(id="t1", prompt="2 + 2?", answer="4", data=row().task().data)
     assert read[0].task().data["nested"] == {"k": "é"} and read[0].max_tokens is None
     assert read[0].shaping_weights() == {"format_reward": 0.1}
     assert read[1].max_tokens == 256 and read[1].simulator_model == "user"
+    assert (read[0].validation, read[1].validation) == (False, True)
 
 
 @pytest.mark.parametrize(

@@ -187,6 +187,12 @@ def test_the_worker_hands_verl_the_run_folders_tensorboard(tmp_path: Path, monke
     # the configuration the worker keeps beside the run is what VERL was handed
     assert json.loads((run_dir / "train" / "verl-config.json").read_text()) == cfg
     assert cfg["trainer"]["experiment_name"] == "math-r1"  # the run's id names the experiment in VERL
+    # the data files it wrote: validation rows are marked, so their rollouts never count as a training group
+    import pandas as pd
+
+    for name, validation in (("train", False), ("val", True)):
+        rows = pd.read_parquet(run_dir / "train" / "data" / f"{name}.parquet").to_dict("records")
+        assert rows and {r["extra_info"]["validation"] for r in rows} == {validation}
 
 
 def test_the_manifest_names_the_folder_that_holds_the_curves(tmp_path: Path) -> None:

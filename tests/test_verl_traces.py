@@ -93,7 +93,7 @@ def test_the_relay_prints_each_step_with_its_groups_signal(tmp_path: Path, capsy
     _verl_steps(metrics)
     for line in (traced("u1", 1.0), traced("u1", 0.0), traced("u2", 0.0)):
         append_trace(trace, line)
-    relay = MetricsRelay(metrics, TraceGroups(trace, 2))
+    relay = MetricsRelay(metrics, TraceGroups(trace, 2, 2))
     relay.stop.set()  # one pass over what is there
     relay.run()
     assert relay.error is None
@@ -102,14 +102,14 @@ def test_the_relay_prints_each_step_with_its_groups_signal(tmp_path: Path, capsy
     validation, step = relay.records
     assert (validation.step, validation.val_pass_rate, validation.signal) == (0, 0.25, None)
     assert (step.step, step.reward_mean, step.step_time_s, step.tokens_per_s) == (1, 0.5, 2.0, 50.0)
-    assert step.signal is not None and (step.signal.groups, step.signal.signal_groups) == (1, 1)  # u2: incomplete
+    assert step.signal is not None and (step.signal.groups, step.signal.signal_groups) == (2, 1)  # u2: one rollout
 
 
 def test_a_trace_that_cannot_be_read_stops_the_relay_with_its_error(tmp_path: Path) -> None:
     metrics, trace = tmp_path / "verl-metrics.jsonl", tmp_path / "rollout-traces.jsonl"
     _verl_steps(metrics)
     trace.write_text(json.dumps({"uid": "u1", "reward": 1.0, "task_reward": 1.0}) + "\n")  # no version
-    relay = MetricsRelay(metrics, TraceGroups(trace, 2))
+    relay = MetricsRelay(metrics, TraceGroups(trace, 2, 2))
     relay.stop.set()
     relay.run()
     assert str(relay.error) == f"{trace}: trace line: schema_version: missing required key"
@@ -187,8 +187,11 @@ def test_the_agent_loop_writes_a_line_the_worker_reads(
     assert (line.llm_calls, line.tool_calls) == (2, 1) == (output.extra_fields["llm_calls"], len(served) - 1)
     assert line.trained_tokens == sum(output.response_mask) and line.prompt_tokens == len(output.prompt_ids)
     assert line.messages[-1]["content"] == "### 391"
-    groups = TraceGroups(path, 2)
-    assert groups.take() is None and groups.pending == {"group-3": [(line.reward, 1.0)]}
+    assert line.validation is False
+    groups = TraceGroups(path, 2, 1)
+    found = groups.take(0)
+    assert found is not None and (found.groups, found.signal_groups) == (1, 0)
+    assert groups.rewards == {"group-3": [(line.reward, 1.0)]}
 
 
 @pytest.mark.skipif(not env_python("bfcl").exists(), reason="the BFCL environment is missing (run `make env`)")

@@ -133,6 +133,7 @@ class HarnessAgentLoop(AgentLoopBase):  # type: ignore[misc]
             line = TraceLine(
                 task_id=task.id,
                 uid=str(kwargs.get("uid", "")),  # the sample's group (VERL's prompt id)
+                validation=row.validation,
                 reward=result.reward,
                 task_reward=result.episode.reward if result.episode is not None else 0.0,
                 passed=result.passed,

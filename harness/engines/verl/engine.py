@@ -318,8 +318,18 @@ class VerlEngine(WorkerEngine[VerlJob]):
         return VerlJob.for_request(request, ray_address=ray_address, simulator=simulator)
 
     def total_steps(self, request: TrainRequest) -> int | None:
+        """VERL's step count: ``trainer.total_training_steps`` where a profile sets it, else its epochs times the
+        whole batches of training tasks an epoch holds (VERL drops a last partial batch); None when unknown."""
         config = VerlConfig.model_validate(request.spec.training.config)
-        return int(config.overrides.get("trainer.total_training_steps", 0) or 0)
+        verl = to_verl_dict(config)
+        fixed = verl["trainer"].get("total_training_steps")
+        if fixed:
+            return int(fixed)
+        tasks = len(request.tasks)
+        if config.train_limit is not None:
+            tasks = min(tasks, config.train_limit)
+        steps = tasks // int(verl["data"]["train_batch_size"]) * int(verl["trainer"]["total_epochs"])
+        return steps or None
 
     def worker_env(self, request: TrainRequest, job: VerlJob) -> dict[str, str]:
         env = dict(MULTICAST_OFF)

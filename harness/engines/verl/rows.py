@@ -44,6 +44,8 @@ class TaskRow(BaseModel):
     max_tokens: int | None = None
     """Each reply's cap, as in evaluation; None: the served context's."""
     seed: int = 0
+    validation: bool = False
+    """A row of the validation split (VERL validates on it; its rollouts are not training groups)."""
     shaping: str = "{}"
     """The profile's shaping weights by term, as JSON text."""
     simulator_url: str = ""

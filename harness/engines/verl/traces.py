@@ -33,6 +33,8 @@ class TraceLine(BaseModel):
     task_id: str
     uid: str
     """The rollout's group (VERL's prompt id): the ``n`` samples of one task in a step share it."""
+    validation: bool = False
+    """A validation rollout (a row of the validation split), not one of a training group."""
     reward: float
     """The training reward: the task's reward plus the profile's shaping."""
     task_reward: float

@@ -76,43 +76,56 @@ def step_record(step: int, data: dict[str, Any]) -> ProgressRecord:
 
 
 class TraceGroups:
-    """The training groups in the agent loop's trace (``rollout-traces.jsonl``, :mod:`harness.engines.verl.traces`:
-    a line per rollout with its group's ``uid``): a group is counted once its ``n`` rollouts are all there, so a
-    step's figures are those of the groups completed by the time VERL logs it. Validation rollouts (one per task)
-    never complete a group of two or more; lines without a ``uid`` are not counted."""
+    """The training groups of each step in the agent loop's trace (``rollout-traces.jsonl``,
+    :mod:`harness.engines.verl.traces`: a line per rollout with its group's ``uid``, VERL's prompt id).
 
-    def __init__(self, path: Path, n: int) -> None:
-        self.path, self.n = path, n
+    VERL's trainer generates all of a step's rollouts before the step's update, and the next step's only after it,
+    so the trace holds every rollout of step k before any of step k + 1: the groups of the k-th training step are the
+    k-th ``batch`` distinct group ids (``data.train_batch_size``) in the order they first appear. Counting by order,
+    not by when the relay reads the file, keeps a step's figures its own even when the next step's first rollouts are
+    already written. Validation rollouts (marked by the agent loop) and lines without a ``uid`` are not counted."""
+
+    def __init__(self, path: Path, n: int, batch: int) -> None:
+        self.path, self.n, self.batch = path, n, batch
         self.offset = 0
-        self.pending: dict[str, list[tuple[float, float]]] = {}
+        self.order: list[str] = []
+        """Training group ids in order of first appearance."""
+        self.rewards: dict[str, list[tuple[float, float]]] = {}
+        """Each group's (training reward, task reward) per rollout."""
 
-    def take(self) -> GroupSignal | None:
-        """The signal of the groups completed since the last call (None without one); :class:`EngineError` for a
-        line that is not a trace line of this version."""
-        if self.n < 2 or not self.path.exists():
-            return None
+    def _read(self) -> None:
+        if not self.path.exists():
+            return
         with self.path.open("rb") as fh:
             fh.seek(self.offset)
             chunk = fh.read()
         complete = chunk[: chunk.rfind(b"\n") + 1]
         self.offset += len(complete)
         for line in trace_lines(complete, self.path):  # a line cut by two writers at once is not counted
-            if line.uid:
-                self.pending.setdefault(line.uid, []).append((line.reward, line.task_reward))
-        done = {uid: v for uid, v in self.pending.items() if len(v) >= self.n}
-        for uid in done:
-            del self.pending[uid]
-        if not done:
+            if line.uid and not line.validation:
+                if line.uid not in self.rewards:
+                    self.order.append(line.uid)
+                self.rewards.setdefault(line.uid, []).append((line.reward, line.task_reward))
+
+    def take(self, index: int) -> GroupSignal | None:
+        """The signal of the groups of training step ``index`` (0: the first step this run logged); None when the
+        trace holds none of them, or groups of one; :class:`EngineError` for a line that is not a trace line of this
+        version."""
+        if self.n < 2:
+            return None
+        self._read()
+        uids = self.order[index * self.batch : (index + 1) * self.batch]
+        if not uids:
             return None
         return group_signal(
-            {u: [r for r, _ in v] for u, v in done.items()}, {u: [t for _, t in v] for u, v in done.items()}
+            {u: [r for r, _ in self.rewards[u]] for u in uids}, {u: [t for _, t in self.rewards[u]] for u in uids}
         )
 
 
 class MetricsRelay(threading.Thread):
     """Follows VERL's file logger (one JSON object per logged step) and prints a progress line per step, with the
-    group signal of the step's rollouts (:class:`TraceGroups`) where there is one. A trace that cannot be read stops
-    the relay; its error is kept in :attr:`error` for the worker to fail with once VERL returns."""
+    group signal of the training step's rollouts (:class:`TraceGroups`) where there is one. A trace that cannot be
+    read stops the relay; its error is kept in :attr:`error` for the worker to fail with once VERL returns."""
 
     def __init__(self, path: Path, groups: TraceGroups | None = None, curves: StepCurves | None = None) -> None:
         super().__init__(daemon=True)
@@ -120,6 +133,8 @@ class MetricsRelay(threading.Thread):
         self.groups, self.curves = groups, curves
         self.stop = threading.Event()
         self.records: list[ProgressRecord] = []
+        self.trained = 0
+        """Training steps relayed so far."""
         self.error: EngineError | None = None
 
     def run(self) -> None:
@@ -141,7 +156,11 @@ class MetricsRelay(threading.Thread):
                 for line in complete.splitlines():
                     entry = json.loads(line)
                     record = step_record(int(entry.get("step", 0)), entry.get("data", {}))
-                    found = self.groups.take() if self.groups is not None and record.step > 0 else None
+                    found = None
+                    if record.step > 0:  # a training step (step 0: the validation before training)
+                        if self.groups is not None:
+                            found = self.groups.take(self.trained)
+                        self.trained += 1
                     if found is not None:
                         signal = found.record()
                         record = record.model_copy(update={"signal": signal})
@@ -167,7 +186,7 @@ def write_data(job: VerlJob, config: VerlConfig, out: Path) -> tuple[Path, Path 
     bench = load_benchmark(spec, spec_path.parent)
     simulator = job.simulator
 
-    def rows(split: str, limit: int | None) -> list[dict[str, Any]]:
+    def rows(split: str, limit: int | None, validation: bool = False) -> list[dict[str, Any]]:
         split_rows, _ = load_split(spec.dataset, split, job.data_mirror)
         tasks = bench.tasks(split_rows)[: limit or None]
         return [
@@ -186,6 +205,7 @@ def write_data(job: VerlJob, config: VerlConfig, out: Path) -> tuple[Path, Path 
                     max_turns=spec.agent.max_turns,
                     max_tokens=spec.evaluation.max_tokens,
                     seed=job.seed,
+                    validation=validation,
                     shaping=config.shaping,
                     simulator_url=simulator.base_url if simulator else "",
                     simulator_model=simulator.model if simulator else "",
@@ -204,7 +224,7 @@ def write_data(job: VerlJob, config: VerlConfig, out: Path) -> tuple[Path, Path 
     val_file = None
     if spec.training.validation_split:
         val_file = data_dir / "val.parquet"
-        pd.DataFrame(rows(spec.training.validation_split, config.val_limit)).to_parquet(val_file)
+        pd.DataFrame(rows(spec.training.validation_split, config.val_limit, validation=True)).to_parquet(val_file)
     return train_file, val_file, len(train)
 
 
@@ -290,8 +310,9 @@ def main(job_path: str) -> int:
 
     rollout = run_config.get("actor_rollout_ref", {}).get("rollout", {})
     n = int(rollout.get("n", config.actor_rollout_ref.rollout.n))  # the group size
+    batch = int(run_config["data"]["train_batch_size"])  # groups a step
     curves = StepCurves(tensorboard_dir, prefix="harness/") if tensorboard_dir is not None else None
-    relay = MetricsRelay(metrics_file, TraceGroups(trace_file, n), curves)
+    relay = MetricsRelay(metrics_file, TraceGroups(trace_file, n, batch), curves)
     relay.start()
     try:
         main_ppo.main(cfg)  # hydra's entry point runs its function directly when given a config
