@@ -8,6 +8,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 MATH_SPEC = REPO / "benchmarks" / "math" / "spec.yaml"
 BFCL_SPEC = REPO / "benchmarks" / "bfcl" / "spec.yaml"
+TAU2_SPEC = REPO / "benchmarks" / "tau2" / "spec.yaml"
 
 
 def copy_math_benchmark(dest: Path, smoke_overrides: dict[str, Any]) -> Path:

@@ -33,3 +33,32 @@ def test_plan_describes_itself_in_one_line() -> None:
     args = {"eval_only": False, "skip_baseline": False, "done": ("baseline",), "trained": False}
     assert plan_run(**args).describe() == "baseline reuse, train run, eval run"
     assert plan_run(**{**args, "eval_only": True, "trained": True}).describe() == "baseline skip, train skip, eval run"
+
+
+@pytest.mark.parametrize(
+    ("eval_only", "skip_baseline", "expected"),
+    [
+        (False, False, RunPlan("run", "run", "before", early_server_waits=True)),
+        (True, False, RunPlan("skip", "skip", "after", early_server_waits=True)),
+        (False, True, RunPlan("skip", "run", None)),  # no early server, nothing to wait for
+    ],
+)
+def test_with_a_user_simulator_on_the_gpu_the_early_server_waits_for_it(
+    eval_only: bool, skip_baseline: bool, expected: RunPlan
+) -> None:
+    """Two vLLM servers sizing their caches at once on one GPU each count the other's memory as taken: the policy's
+    early server starts once the simulator serves. On a CPU, or without a simulator, it starts at once."""
+    args = {"eval_only": eval_only, "skip_baseline": skip_baseline, "done": (), "trained": False}
+    assert plan_run(**args, simulator_on_gpu=True) == expected
+    assert not plan_run(**args, simulator_on_gpu=False).early_server_waits
+
+
+def test_a_simulator_is_served_here_unless_an_endpoint_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.serving.simulator import SIMULATOR_URL_ENV, serves_simulator
+    from harness.spec import load_spec
+    from support import MATH_SPEC, TAU2_SPEC
+
+    monkeypatch.delenv(SIMULATOR_URL_ENV, raising=False)
+    assert serves_simulator(load_spec(TAU2_SPEC, "h200")) and not serves_simulator(load_spec(MATH_SPEC, "smoke"))
+    monkeypatch.setenv(SIMULATOR_URL_ENV, "http://127.0.0.1:9/v1")
+    assert not serves_simulator(load_spec(TAU2_SPEC, "h200"))

@@ -46,8 +46,9 @@ from harness.run.resume import check_same, restore
 from harness.run.settings import eval_settings
 from harness.run.signal_forecast import predict_signal
 from harness.run.state import EVALUATION_PHASE, PHASES, Evaluation, Phase, RunState, new_run_id, summarize, write_state
+from harness.serving.hardware import gpu_names
 from harness.serving.policy import PolicyServer
-from harness.serving.simulator import SimulatorEndpoint, start_user_simulator
+from harness.serving.simulator import SimulatorEndpoint, serves_simulator, start_user_simulator
 from harness.spec import spec_hash
 from harness.spec.options import RunOptions
 
@@ -135,12 +136,15 @@ class Runner:
                 skip_baseline=self.options.skip_baseline,
                 done=state.done,
                 trained=state.checkpoint is not None,
+                simulator_on_gpu=serves_simulator(self.spec) and bool(gpu_names()),
             )
             with self._phase(state, "setup"):
                 base_model, eval_tasks = self._setup(state, plan)
                 self._simulator, state.simulator = start_user_simulator(
                     self.spec, state.run_dir, stack, self.backend, self.labels, self.console
                 )
+                if plan.early_server_waits:
+                    self._launch_early(state, plan, base_model)
             self._finished(state, "setup")
             checkpoint = self.options.checkpoint or base_model
             if plan.baseline == "reuse":
@@ -187,6 +191,15 @@ class Runner:
         finally:
             state.walls[name] = round(time.monotonic() - start, 2)
 
+    def _launch_early(self, state: RunState, plan: RunPlan, base_model: Path) -> None:
+        """Start the first evaluation's model server without waiting for it (:attr:`RunPlan.early_server`)."""
+        if plan.early_server is None:
+            return
+        checkpoint = (self.options.checkpoint or base_model) if plan.early_server == "after" else base_model
+        assert self.policy is not None
+        self.policy.launch(checkpoint, state.run_dir / f"server-{plan.early_server}.log")
+        timing.mark("server_launched")
+
     def _setup(self, state: RunState, plan: RunPlan) -> tuple[Path, list[Task]]:
         spec = self.spec
         with self.console.status("fetching dataset and preparing the model") as status:
@@ -195,17 +208,9 @@ class Runner:
             link_policy(base_model)  # compose's default POLICY_MODEL_PATH (./.cache/models/policy)
             timing.mark("model_ready")
             # The model server takes longest to start: the first evaluation's server boots while the data and the
-            # model are verified (and the tools start).
-            first: tuple[str, Path] | None = None
-            if plan.early_server == "after":
-                first = ("after", self.options.checkpoint or base_model)
-            elif plan.early_server == "before":
-                first = ("before", base_model)
-            if first is not None:
-                phase, checkpoint = first
-                assert self.policy is not None
-                self.policy.launch(checkpoint, state.run_dir / f"server-{phase}.log")
-                timing.mark("server_launched")
+            # model are verified (and the tools start), or once the user simulator serves (plan.early_server_waits).
+            if not plan.early_server_waits:
+                self._launch_early(state, plan, base_model)
             eval_rows, eval_file = load_split(spec.dataset, spec.evaluation.split, self.options.data_mirror)
             state.dataset[spec.evaluation.split] = eval_file.sha256
             state.selected[spec.evaluation.split] = (len(eval_rows), rows_sha256(eval_rows))

@@ -34,6 +34,12 @@ class SimulatorEndpoint:
     """Never written anywhere (not in the manifest, a log or a worker's job file)."""
 
 
+def serves_simulator(spec: BenchmarkSpec) -> bool:
+    """Whether a run of ``spec`` serves its user simulator on this machine (rather than none, or an external
+    endpoint named by ``HARNESS_USER_SIMULATOR_URL``)."""
+    return spec.user_simulator is not None and not os.environ.get(SIMULATOR_URL_ENV)
+
+
 def start_user_simulator(
     spec: BenchmarkSpec,
     run_dir: Path,
