@@ -149,6 +149,20 @@ def test_server_environment_defaults_and_overrides(monkeypatch: pytest.MonkeyPat
     assert server_env(SERVING)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
 
 
+def test_every_vllm_server_starts_without_flashinfers_sampler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The policy's and the simulator's servers, and VERL's rollout servers (through the worker and its Ray
+    actors), start with vLLM's own sampler unless the user's environment says otherwise."""
+    from harness.engines.verl.engine import MULTICAST_OFF, rollout_env
+    from harness.serving.server import server_env
+
+    monkeypatch.delenv("VLLM_USE_FLASHINFER_SAMPLER", raising=False)
+    assert server_env(SERVING)["VLLM_USE_FLASHINFER_SAMPLER"] == "0"
+    assert rollout_env() == {**MULTICAST_OFF, "VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    monkeypatch.setenv("VLLM_USE_FLASHINFER_SAMPLER", "1")
+    assert server_env(SERVING)["VLLM_USE_FLASHINFER_SAMPLER"] == "1"
+    assert rollout_env()["VLLM_USE_FLASHINFER_SAMPLER"] == "1"
+
+
 def sampled(server: ModelServer, prompt: str, seed: int) -> httpx.Response:
     return httpx.post(
         server.endpoint.base_url + "/chat/completions",

@@ -33,6 +33,13 @@ temperature 0 is still in a partly computed prompt, as BFCL's evaluation of 40 t
 is at its first step. The GPU's generators take that rollback; there vLLM keeps its default."""
 
 
+GPU_START_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+"""vLLM's own top-k/top-p sampling instead of FlashInfer's, whose kernels are compiled when a machine starts its
+first server: on fresh one-GPU machines that start spent 81, 88 and 119 s in vLLM's engine set-up, and 12 s (then
+3 s for the next server) without it (bench/results/gpu-server-start.md). Set for every server the harness starts
+(the policy's, the user simulator's and VERL's rollout servers); the user's environment wins."""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -95,6 +102,8 @@ def server_env(serving: ServingSpec | None = None) -> dict[str, str]:
     # process of its own either way; on a GPU the variable changes nothing for it.
     env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     share_cores(env)  # its OpenMP threads sleep soon when they wait, beside a trainer or another server
+    for key, value in GPU_START_ENV.items():
+        env.setdefault(key, value)
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")

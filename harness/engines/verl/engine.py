@@ -25,6 +25,7 @@ from harness.engines.base import EngineConfig, TrainRequest, WorkerEngine, regis
 from harness.engines.jobs import SimulatorRef, VerlJob
 from harness.engines.progress import ProgressRecord
 from harness.errors import EngineError, HarnessError, SpecError
+from harness.serving.server import GPU_START_ENV
 from harness.spec import BenchmarkSpec
 
 AGENT_LOOP_TARGET = "harness.engines.verl.agent_loop.HarnessAgentLoop"
@@ -33,6 +34,12 @@ AGENT_LOOP_NAME = "harness_agent"
 SIMULATOR_KEY_ENV = "HARNESS_VERL_SIMULATOR_KEY"
 """The user simulator's API key, for the rollout workers (passed in their environment, never written to a file)."""
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def rollout_env() -> dict[str, str]:
+    """What VERL's processes (its worker, the Ray actors, their vLLM rollout servers) get in their environment:
+    multicast off, and the servers' start-up settings of the harness's own (the user's environment wins for those)."""
+    return {**MULTICAST_OFF, **{k: os.environ.get(k, v) for k, v in GPU_START_ENV.items()}}
 
 
 class _Section(BaseModel):
@@ -332,7 +339,7 @@ class VerlEngine(WorkerEngine[VerlJob]):
         return steps or None
 
     def worker_env(self, request: TrainRequest, job: VerlJob) -> dict[str, str]:
-        env = dict(MULTICAST_OFF)
+        env = rollout_env()
         if request.simulator:
             env[SIMULATOR_KEY_ENV] = request.simulator.api_key  # to the rollout workers' environment only, never a file
         return env

@@ -29,8 +29,8 @@ from harness.engines.verl.compose import check, compose
 from harness.engines.verl.engine import (
     AGENT_LOOP_NAME,
     AGENT_LOOP_TARGET,
-    MULTICAST_OFF,
     VerlConfig,
+    rollout_env,
     verl_run_config,
 )
 from harness.engines.verl.rows import TaskRow
@@ -270,7 +270,7 @@ def main(job_path: str) -> int:
     repo_root = str(Path(__file__).resolve().parents[2])
     python_path = os.pathsep.join(p for p in (repo_root, os.environ.get("PYTHONPATH", "")) if p)
     env_vars = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
-    env_vars.update(MULTICAST_OFF)
+    env_vars.update(rollout_env())
     env_vars.update(
         {
             "PYTHONPATH": python_path,
