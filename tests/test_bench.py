@@ -25,6 +25,7 @@ startup = load_module(REPO / "bench" / "startup.py", "bench_startup")
 run_all = load_module(REPO / "bench" / "run_all.py", "bench_run_all")
 tool_schema = load_module(REPO / "bench" / "tool_schema.py", "bench_tool_schema")
 machine_speed = load_module(REPO / "bench" / "machine_speed.py", "bench_machine_speed")
+user_stop = load_module(REPO / "bench" / "tau2_user_stop.py", "bench_tau2_user_stop")
 
 
 def _turns(prompt: str, seed: int, n: int) -> list[dict[str, Any]]:
@@ -488,3 +489,54 @@ def test_vllm_timeline_from_log_stamps() -> None:
         "Loading weights took 0.77 seconds",
         "init engine (profile, warmup model) took 2.54 s",
     ]
+
+
+def test_user_stop_takes_each_conversation_at_the_customers_second_message(tmp_path: Path) -> None:
+    def said(role: str, text: str, **more: Any) -> dict[str, Any]:
+        return {"role": role, "text": text, **more}
+
+    call = {"name": "cancel_reservation", "arguments": "{}", "call_id": "c1"}
+    conversations = [
+        [  # the agent's call between the request and its reply is not said: the reply is the second point's cue
+            said("assistant", "Hi! How can I help you today?"),
+            said("user", "Cancel my flight."),
+            said("assistant", "", tool_calls=[call]),
+            said("tool", ""),
+            said("assistant", "Which reservation?"),
+            said("user", "###STOP###"),
+            said("assistant", "Bye."),
+            said("user", "Thanks."),
+        ],
+        [
+            said("assistant", "Hi! How can I help you today?"),
+            said("user", "Cancel my flight."),
+            said("assistant", '<tool_call>\n{"name": "cancel_reservation", "arguments": {}}\n</tool_call>'),
+            said("user", "Thanks, bye."),
+        ],
+        [said("assistant", "Hi! How can I help you today?"), said("user", "###STOP###")],  # no second message
+    ]
+    rollouts = tmp_path / "rollouts-before.jsonl"
+    rollouts.write_text("".join(json.dumps({"task_id": i, "messages": m}) + "\n" for i, m in enumerate(conversations)))
+    first, second = user_stop.decision_points(rollouts)
+    assert [m["text"] for m in first.history] == [
+        "Hi! How can I help you today?",
+        "Cancel my flight.",
+        "Which reservation?",
+    ]
+    assert (first.task_id, first.recorded, first.asked, first.written_call) == ("0", "###STOP###", True, False)
+    assert (second.recorded, second.asked, second.written_call) == ("Thanks, bye.", False, True)
+    assert user_stop.written_call('```json\n{"name": "x"}\n```') and not user_stop.written_call("Done: {see above}")
+    rows = [
+        {"asked": True, "written_call": False, "recorded": "###STOP###", **dict.fromkeys(user_stop.CANDIDATES, "no")},
+        {
+            "asked": False,
+            "written_call": True,
+            "recorded": "Thanks",
+            **dict.fromkeys(user_stop.CANDIDATES, "###STOP###"),
+        },
+    ]
+    summary = user_stop.summarize(rows)
+    assert summary["recorded"] == {"stop": 1, "stop_when_asked": 1, "stop_after_written_call": 0}
+    assert summary["current"] == {"stop": 1, "stop_when_asked": 0, "stop_after_written_call": 1}
+    assert summary["current_matches_recorded"] == 0
+    assert "2 decision points" in user_stop.report(summary, rollouts, 1.0)

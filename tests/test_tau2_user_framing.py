@@ -44,6 +44,16 @@ def test_transcript_messages_write_out_the_flipped_chat() -> None:
     assert FRAMING.DONE not in first[1]["content"] and first[1]["content"].endswith(FRAMING.CONTINUE)
 
 
+def test_the_rule_for_ending_is_the_callers_or_none() -> None:
+    """The rule said after the transcript can be another (bench/tau2_user_stop.py compares them), or none."""
+    flipped = [{"role": "user", "content": "Hi! How can I help you today?"}]
+    other = FRAMING.transcript_messages(flipped, "End with ###STOP### when done.")[0]["content"]
+    assert other.split("\n\n")[-2:] == [FRAMING.CONTINUE, "End with ###STOP### when done."]
+    assert FRAMING.transcript_messages(flipped, "")[0]["content"].endswith(FRAMING.CONTINUE)
+    request = FRAMING.transcript_request({"messages": flipped}, "Stop.")
+    assert request["messages"][0]["content"].endswith("\n\nStop.")
+
+
 def test_request_keeps_the_callers_stops_and_body() -> None:
     req = FRAMING.transcript_request(
         {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stop": "###", "extra_body": {"top_k": 5}}

@@ -41,25 +41,30 @@ def text_of(message: Mapping[str, Any]) -> str:
     return ""
 
 
-def transcript_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def transcript_messages(messages: Sequence[Mapping[str, Any]], done: str = DONE) -> list[dict[str, Any]]:
     """The simulator's role-flipped chat as system prompt(s), one user message with the transcript, and the open
     ``Customer:`` message to continue. Messages without text (tool calls, tool results) are left out, as the lab's
-    flipping leaves them out of the simulator's view."""
+    flipping leaves them out of the simulator's view. ``done``: the rule for ending, said once the conversation has
+    begun (none where empty)."""
     system = [dict(m) for m in messages if m.get("role") in ("system", "developer")]
     lines = [
         f"{SPEAKERS[str(m['role'])]}: {text_of(m).strip()}"
         for m in messages
         if m.get("role") in SPEAKERS and text_of(m).strip()
     ]
-    body = "\n\n".join([ASK, *lines, CONTINUE, DONE]) if lines else f"{ASK}\n\n(nothing yet)\n\n{CONTINUE}"
+    body = (
+        "\n\n".join([ASK, *lines, CONTINUE, *([done] if done else [])])
+        if lines
+        else f"{ASK}\n\n(nothing yet)\n\n{CONTINUE}"
+    )
     return [*system, {"role": "user", "content": body}, {"role": "assistant", "content": PREFIX}]
 
 
-def transcript_request(options: Mapping[str, Any]) -> dict[str, Any]:
+def transcript_request(options: Mapping[str, Any], done: str = DONE) -> dict[str, Any]:
     """``chat.completions.create`` keyword arguments with the messages rewritten and vLLM told to continue the
     final message; the caller's own stop sequences and extra body are kept."""
     out = dict(options)
-    out["messages"] = transcript_messages(out["messages"])
+    out["messages"] = transcript_messages(out["messages"], done)
     stop = out.get("stop")
     stops = [stop] if isinstance(stop, str) else list(stop or [])
     out["stop"] = [*stops, STOP]
@@ -69,11 +74,12 @@ def transcript_request(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _Completions:
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, done: str) -> None:
         self._inner = inner
+        self._done = done
 
     async def create(self, **options: Any) -> Any:
-        response = await self._inner.create(**transcript_request(options))
+        response = await self._inner.create(**transcript_request(options, self._done))
         if not options.get("stream"):
             for choice in getattr(response, "choices", None) or []:
                 if isinstance(choice.message.content, str):
@@ -82,17 +88,17 @@ class _Completions:
 
 
 class _Chat:
-    def __init__(self, inner: Any) -> None:
-        self.completions = _Completions(inner.completions)
+    def __init__(self, inner: Any, done: str) -> None:
+        self.completions = _Completions(inner.completions, done)
 
 
 class TranscriptClient:
     """An ``openai.AsyncOpenAI`` for the user simulator whose chat completions are asked in the transcript
-    framing; everything else is the wrapped client's."""
+    framing (``done``: its rule for ending); everything else is the wrapped client's."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, done: str = DONE) -> None:
         self._client = client
-        self.chat = _Chat(client.chat)
+        self.chat = _Chat(client.chat, done)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
