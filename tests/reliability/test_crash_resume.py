@@ -89,7 +89,9 @@ class Story:
         return {r.run_id: r for r in ResultStore(self.root / "results").runs("math")}
 
     def row(self, label: str) -> Any:
-        return self.rows()[self.runs[label]]
+        rows = self.rows()
+        assert self.runs[label] in rows, f"{label} has no row; its output:\n{self.outputs.get(label, '')[-15000:]}"
+        return rows[self.runs[label]]
 
 
 def _add_tiny_profile(root: Path) -> None:
@@ -110,8 +112,14 @@ def _finish(story: Story, label: str, hp: HarnessProcess, timeout: float = 1500)
     try:
         story.codes[label] = hp.wait(timeout)
     finally:
-        story.outputs[label] = hp.text
-        hp.kill()
+        _keep_output(story, label, hp)
+
+
+def _keep_output(story: Story, label: str, hp: HarnessProcess) -> None:
+    """The process's whole output, in the story and in a file beside it (kept when a test fails)."""
+    story.outputs[label] = hp.text
+    (story.root / f"output-{label}.txt").write_text(hp.text)
+    hp.kill()
 
 
 def _lines(path: Path) -> list[str]:
@@ -194,8 +202,7 @@ def story(tmp_path_factory: pytest.TempPathFactory, smoke_model: Path) -> Iterat
         )
         FIGURES.fault("SIGTERM eval")
     finally:
-        story.outputs["R2"] = r2.text
-        r2.kill()
+        _keep_output(story, "R2", r2)
     story.snapshots["after_R2"] = {"after": _lines(story.run_dir / "rollouts-after.jsonl")}
 
     # 5. R3: SIGINT while its model server starts
@@ -210,8 +217,7 @@ def story(tmp_path_factory: pytest.TempPathFactory, smoke_model: Path) -> Iterat
         )
         FIGURES.fault("SIGINT eval")
     finally:
-        story.outputs["R3"] = r3.text
-        r3.kill()
+        _keep_output(story, "R3", r3)
 
     # 6. R4: resume to the end
     r4 = start_harness(["run", "--resume", story.runs["R3"], "--backend", "local"], env)
