@@ -118,3 +118,40 @@ def test_the_cli_leaves_the_signal_handlers_as_it_found_them(monkeypatch: pytest
         monkeypatch.setattr(sys, "argv", ["harness", "validate", "math", "--profile", "smoke"])
         cli.main()
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+# A stand-in for a run writing its row when the signal comes: the block finishes, then the interrupt is raised.
+RECORDING = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    from harness.run import interrupts
+    with interrupts.installed():
+        own = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+        try:
+            with interrupts.deferred():
+                print("children", own.pid, flush=True)
+                time.sleep(float(sys.argv[1]))  # the signal arrives here
+                print("row written", flush=True)
+            print("not reached", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted after the row", flush=True)
+            sys.exit(130)
+    """
+)
+
+
+def test_a_signal_while_the_row_is_written_is_raised_once_it_is_written(tmp_path: Path) -> None:
+    script = tmp_path / "record.py"
+    script.write_text(RECORDING)
+    env = dict(os.environ, PYTHONPATH=str(REPO), HARNESS_INTERRUPT_GRACE_S="60")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "3"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("children"), line
+    proc.send_signal(signal.SIGINT)
+    assert gone([int(line.split()[1])], 2), "the children outlived the signal"  # stopped at once, as always
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out
+    assert out.splitlines() == ["row written", "interrupted after the row"], out

@@ -8,6 +8,10 @@ recording then takes, and that no clean-up can wait on a child that is still wor
 Clean-up is Python code interrupted at an arbitrary point, so it is watched: if the harness has not exited
 ``HARNESS_INTERRUPT_GRACE_S`` seconds (default 120) after the signal, it prints every thread's stack, kills what is
 left of its children and exits 130 without waiting further. A second signal does the same at once.
+
+Writing a run's row is not cut short by a first signal (:func:`deferred`): the children stop at once as always,
+and the interrupt is raised once the row is written, so a signal that arrives while a run is being recorded (its
+last phase done, or a failure being recorded) loses no row.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ DEFAULT_GRACE_S = 120.0
 
 _received: list[int] = []
 _done = threading.Event()
+_deferring = [0]
+"""How many :func:`deferred` blocks the main thread is in."""
+_held: list[int] = []
+"""A first signal that arrived in a :func:`deferred` block, raised when the block ends."""
 
 
 @contextlib.contextmanager
@@ -39,6 +47,7 @@ def installed() -> Iterator[None]:
     global _done
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     _received.clear()
+    _held.clear()
     _done = done = threading.Event()
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
@@ -49,6 +58,21 @@ def installed() -> Iterator[None]:
         for s, handler in previous.items():
             if handler is not None:
                 signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A block that a first signal does not interrupt: the children are stopped at once (and the grace period's
+    watchdog starts), and ``KeyboardInterrupt`` is raised when the block has finished. An exception of the block's
+    own goes on as it is."""
+    _deferring[0] += 1
+    try:
+        yield
+    finally:
+        _deferring[0] -= 1
+    if not _deferring[0] and _held:
+        _held.clear()
+        raise KeyboardInterrupt
 
 
 def grace_s() -> float:
@@ -64,6 +88,9 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
         stop_children(signal.SIGTERM)
         watchdog = threading.Thread(target=_watchdog, args=(grace_s(), _done), name="interrupt-watchdog", daemon=True)
         watchdog.start()
+        if _deferring[0]:
+            _held.append(signum)
+            return
         raise KeyboardInterrupt
     _force_exit(f"{signal.Signals(signum).name} again: stopping every child process now")
 

@@ -35,7 +35,7 @@ from harness.rollout.evaluate import EvalSettings, evaluate
 from harness.rollout.loading import open_benchmark
 from harness.rollout.records import phase_records
 from harness.rollout.tracing import TraceStore
-from harness.run import events
+from harness.run import events, interrupts
 from harness.run.memory import TreeSampler
 from harness.run.plan import RunPlan, plan_run
 from harness.run.planning import profile_power, recorded_rows
@@ -175,12 +175,19 @@ class Runner:
             note = _join(note, f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
             self._record(state, status, failed_phase, note)
             raise
+        else:
+            with interrupts.deferred():  # every phase is done: a signal now is raised once the row is written
+                self._close(stack)
+                return self._record(state, status, failed_phase, _join(note, no_signal_line(state.train_metrics) or ""))
         finally:
-            if self.policy is not None:  # it shuts down while the row is recorded; run() waits for it
-                self.policy.stop(wait=False)
-            stack.close()
-            self.memory.stop()
-        return self._record(state, status, failed_phase, _join(note, no_signal_line(state.train_metrics) or ""))
+            self._close(stack)
+
+    def _close(self, stack: contextlib.ExitStack) -> None:
+        """Stop what the run started (again: a no-op)."""
+        if self.policy is not None:  # it shuts down while the row is recorded; run() waits for it
+            self.policy.stop(wait=False)
+        stack.close()
+        self.memory.stop()
 
     @contextmanager
     def _phase(self, state: RunState, name: Phase) -> Iterator[None]:
@@ -381,6 +388,11 @@ class Runner:
         write_state(state.run_dir, state.saved_state(self.resolved, spec_hash(self.spec)))
 
     def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
+        """Write the run's row; a signal that arrives meanwhile is raised once it is written."""
+        with interrupts.deferred():
+            return self._write_row(state, status, failed_phase, note)
+
+    def _write_row(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
         ctx = RecordContext(
             spec=self.spec,
             spec_path=self.spec_path,
