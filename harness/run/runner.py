@@ -182,8 +182,7 @@ class Runner:
         finally:
             self._close(stack)
 
-    def _close(self, stack: contextlib.ExitStack) -> None:
-        """Stop what the run started (again: a no-op)."""
+    def _close(self, stack: contextlib.ExitStack) -> None:  # stop what the run started (a second time: nothing)
         if self.policy is not None:  # it shuts down while the row is recorded; run() waits for it
             self.policy.stop(wait=False)
         stack.close()
@@ -390,19 +389,11 @@ class Runner:
     def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
         """Write the run's row; a signal that arrives meanwhile is raised once it is written."""
         with interrupts.deferred():
-            return self._write_row(state, status, failed_phase, note)
-
-    def _write_row(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
-        ctx = RecordContext(
-            spec=self.spec,
-            spec_path=self.spec_path,
-            options=self.options,
-            resolved=self.resolved,
-            backend=self.backend.describe() if self.backend is not None else BackendRecord(name=self.options.backend),
-            serving=self.policy.describe() if self.policy is not None else None,
-            resources=self.memory.record(),
-        )
-        return record_run(state, ctx, status, failed_phase, note, self.store, self.emit)
+            backend = self.backend.describe() if self.backend is not None else BackendRecord(name=self.options.backend)
+            serving = self.policy.describe() if self.policy is not None else None
+            resources = self.memory.record()
+            ctx = RecordContext(self.spec, self.spec_path, self.options, self.resolved, backend, serving, resources)
+            return record_run(state, ctx, status, failed_phase, note, self.store, self.emit)
 
 
 def _join(*parts: str) -> str:
