@@ -75,6 +75,18 @@ def deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+def received() -> bool:
+    """Whether a first signal came (its ``KeyboardInterrupt`` may have been swallowed: the handler runs at any
+    point, also inside code that reports an exception as "ignored" instead of raising it)."""
+    return bool(_received)
+
+
+def check() -> None:
+    """Raise ``KeyboardInterrupt`` if a signal came (whether or not its own ``KeyboardInterrupt`` was swallowed)."""
+    if _received:
+        raise KeyboardInterrupt
+
+
 def grace_s() -> float:
     try:
         return max(0.0, float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S)))

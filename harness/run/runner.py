@@ -166,14 +166,14 @@ class Runner:
                 self._evaluate(state, checkpoint, eval_tasks, "after")
             self._finished(state, "eval")
         except KeyboardInterrupt:
-            status, failed_phase = "incomplete", state.phase
-            note = _join(note, "interrupted")
-            self._record(state, status, failed_phase, note)
+            self._record(state, "incomplete", state.phase, _join(note, "interrupted"))
             raise
         except Exception as exc:
-            status, failed_phase = "failed", state.phase
+            if interrupts.received():  # its KeyboardInterrupt was swallowed (raised where Python "ignores" errors)
+                self._record(state, "incomplete", state.phase, _join(note, "interrupted"))
+                raise KeyboardInterrupt from exc
             note = _join(note, f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-            self._record(state, status, failed_phase, note)
+            self._record(state, "failed", state.phase, note)
             raise
         else:
             with interrupts.deferred():  # every phase is done: a signal now is raised once the row is written
@@ -190,6 +190,7 @@ class Runner:
 
     @contextmanager
     def _phase(self, state: RunState, name: Phase) -> Iterator[None]:
+        interrupts.check()  # no phase starts once a signal came
         state.phase = self.memory.label = name
         start = time.monotonic()
         try:
@@ -387,8 +388,7 @@ class Runner:
         write_state(state.run_dir, state.saved_state(self.resolved, spec_hash(self.spec)))
 
     def _record(self, state: RunState, status: str, failed_phase: str, note: str) -> RunRow:
-        """Write the run's row; a signal that arrives meanwhile is raised once it is written."""
-        with interrupts.deferred():
+        with interrupts.deferred():  # a signal that arrives meanwhile is raised once the row is written
             backend = self.backend.describe() if self.backend is not None else BackendRecord(name=self.options.backend)
             serving = self.policy.describe() if self.policy is not None else None
             resources = self.memory.record()
